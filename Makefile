@@ -1,0 +1,137 @@
+# psplice — GNU Makefile. Quiet unless V=1.
+VERSION_MAJOR := $(shell sed -n 's/^\#define PSPLICE_VERSION_MAJOR //p' include/psplice.h)
+VERSION_MINOR := $(shell sed -n 's/^\#define PSPLICE_VERSION_MINOR //p' include/psplice.h)
+VERSION_PATCH := $(shell sed -n 's/^\#define PSPLICE_VERSION_PATCH //p' include/psplice.h)
+VERSION := $(VERSION_MAJOR).$(VERSION_MINOR).$(VERSION_PATCH)
+
+PREFIX ?= /usr/local
+LIBDIR ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+BINDIR ?= $(PREFIX)/bin
+MANDIR ?= $(PREFIX)/share/man
+PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
+
+CC ?= cc
+BUILD ?= build
+OPT ?= -O2 -g
+SAN ?=
+CFLAGS ?= $(OPT)
+WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
+BASE := -std=gnu11 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 $(WARN) -Iinclude $(SAN)
+LIB_CFLAGS := $(BASE) -fPIC -fvisibility=hidden $(CFLAGS)
+APP_CFLAGS := $(BASE) $(CFLAGS)
+LDLIBS := -lpthread
+
+ifeq ($(V),1)
+Q :=
+say = @true
+else
+Q := @
+say = @printf '  %-6s %s\n' $(1) $(2)
+endif
+
+SONAME := libpsplice.so.$(VERSION_MAJOR)
+LIB_SRC := $(wildcard src/*.c)
+LIB_OBJ := $(LIB_SRC:src/%.c=$(BUILD)/src/%.o)
+TOOL_SRC := $(wildcard tools/*.c)
+TOOL_OBJ := $(TOOL_SRC:tools/%.c=$(BUILD)/tools/%.o)
+TEST_SRC := $(wildcard tests/t_*.c)
+TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
+TEST_HELP := $(BUILD)/tests/helpers.o
+
+.PHONY: all lib tools tests check check-quick check-asan check-tsan demo install \
+	install-check clean deps bench
+all: lib tools
+
+lib: $(BUILD)/libpsplice.a $(BUILD)/$(SONAME)
+tools: $(BUILD)/psplice
+tests: $(TEST_BIN)
+
+$(BUILD)/src/%.o: src/%.c src/*.h include/psplice.h
+	@mkdir -p $(@D)
+	$(call say,CC,$<)
+	$(Q)$(CC) $(LIB_CFLAGS) -c -o $@ $<
+
+$(BUILD)/libpsplice.a: $(LIB_OBJ)
+	$(call say,AR,$@)
+	$(Q)rm -f $@ && $(AR) rcs $@ $^
+
+$(BUILD)/$(SONAME): $(LIB_OBJ) src/libpsplice.map
+	$(call say,LD,$@)
+	$(Q)$(CC) $(LIB_CFLAGS) -shared -Wl,-soname,$(SONAME) \
+		-Wl,--version-script,src/libpsplice.map -Wl,-z,defs -o $@ $(LIB_OBJ) $(LDLIBS)
+	$(Q)ln -sf $(SONAME) $(BUILD)/libpsplice.so
+
+$(BUILD)/tools/%.o: tools/%.c tools/*.h include/psplice.h
+	@mkdir -p $(@D)
+	$(call say,CC,$<)
+	$(Q)$(CC) $(APP_CFLAGS) -c -o $@ $<
+
+$(BUILD)/psplice: $(TOOL_OBJ) $(BUILD)/libpsplice.a
+	$(call say,LD,$@)
+	$(Q)$(CC) $(APP_CFLAGS) -o $@ $(TOOL_OBJ) $(BUILD)/libpsplice.a $(LDLIBS)
+
+$(TEST_HELP): tests/helpers.c tests/t.h include/psplice.h
+	@mkdir -p $(@D)
+	$(call say,CC,$<)
+	$(Q)$(CC) $(APP_CFLAGS) -c -o $@ $<
+
+$(BUILD)/tests/t_%: tests/t_%.c $(TEST_HELP) $(BUILD)/libpsplice.a tests/t.h
+	@mkdir -p $(@D)
+	$(call say,CC,$<)
+	$(Q)$(CC) $(APP_CFLAGS) -Isrc -o $@ $< $(TEST_HELP) $(BUILD)/libpsplice.a $(LDLIBS)
+
+# The main job, on generated data.
+demo: deps-demo tools
+	$(Q)sh tools/demo.sh $(BUILD)/psplice
+
+deps-demo:
+	$(Q)sh tests/deps.sh demo
+
+deps:
+	$(Q)sh tests/deps.sh check
+
+# Every test, then again under ASan+UBSan, then the thread test under TSan.
+check: deps
+	$(Q)$(MAKE) --no-print-directory check-quick
+	$(Q)$(MAKE) --no-print-directory check-asan
+	$(Q)$(MAKE) --no-print-directory check-tsan
+	$(Q)$(MAKE) --no-print-directory install-check
+
+check-quick: tests tools
+	$(Q)sh tests/run.sh $(BUILD)
+
+check-asan:
+	$(Q)$(MAKE) --no-print-directory BUILD=build-asan CC=gcc \
+		SAN="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
+		OPT="-O1 -g" tests tools
+	$(Q)ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+		sh tests/run.sh build-asan
+
+check-tsan:
+	$(Q)$(MAKE) --no-print-directory BUILD=build-tsan CC=gcc SAN="-fsanitize=thread" \
+		OPT="-O1 -g" build-tsan/tests/t_threads
+	$(Q)TSAN_OPTIONS=halt_on_error=1 sh tests/run.sh build-tsan t_threads
+
+install: lib tools
+	$(call say,INSTALL,$(DESTDIR)$(PREFIX))
+	$(Q)install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(BINDIR) \
+		$(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3 $(DESTDIR)$(PKGCONFIGDIR)
+	$(Q)install -m 644 $(BUILD)/libpsplice.a $(DESTDIR)$(LIBDIR)/
+	$(Q)install -m 755 $(BUILD)/$(SONAME) $(DESTDIR)$(LIBDIR)/
+	$(Q)ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libpsplice.so
+	$(Q)install -m 644 include/psplice.h $(DESTDIR)$(INCLUDEDIR)/
+	$(Q)install -m 755 $(BUILD)/psplice $(DESTDIR)$(BINDIR)/
+	$(Q)install -m 644 man/*.1 $(DESTDIR)$(MANDIR)/man1/
+	$(Q)install -m 644 man/*.3 $(DESTDIR)$(MANDIR)/man3/
+	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
+		-e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' -e 's|@VERSION@|$(VERSION)|' \
+		psplice.pc.in > $(DESTDIR)$(PKGCONFIGDIR)/psplice.pc
+
+# Install into a scratch root, then build a C and a C++ program against the
+# installed header and library through pkg-config.
+install-check:
+	$(Q)sh tests/install-check.sh
+
+clean:
+	$(Q)rm -rf build build-asan build-tsan

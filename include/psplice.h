@@ -1,0 +1,93 @@
+/* psplice: move bytes between any two file descriptors with the least copying
+ * the kernel allows. See psplice(3). */
+#ifndef PSPLICE_H
+#define PSPLICE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PSPLICE_VERSION_MAJOR 0
+#define PSPLICE_VERSION_MINOR 1
+#define PSPLICE_VERSION_PATCH 0
+
+/* Flags. The first three have the values of splice(2)'s SPLICE_F_*. */
+#define PSPLICE_F_MOVE       0x01u  /* hint: move pages instead of copying */
+#define PSPLICE_F_NONBLOCK   0x02u  /* do not block on pipes or socket input */
+#define PSPLICE_F_MORE       0x04u  /* hint: more data follows (MSG_MORE) */
+#define PSPLICE_F_NOFALLBACK 0x100u /* fail with EOPNOTSUPP rather than copy
+                                       through user memory */
+#define PSPLICE_F_REFLINK    0x200u /* try FICLONERANGE first (file to file) */
+/* Use exactly one mechanism (an enum psplice_method); EOPNOTSUPP if it does
+ * not apply to this pair of fds. For tests and benchmarks. */
+#define PSPLICE_F_ONLY(method) (((unsigned int)(method) & 0xfu) << 12)
+#define PSPLICE_F_ONLY_MASK  0xf000u
+/* Share extents or fail with EOPNOTSUPP; never copy. */
+#define PSPLICE_F_REFLINK_ONLY (PSPLICE_F_REFLINK | PSPLICE_F_ONLY(PSPLICE_METHOD_CLONE))
+
+#define PSPLICE_TO_EOF UINT64_MAX
+
+enum psplice_side { PSPLICE_SIDE_NONE, PSPLICE_SIDE_IN, PSPLICE_SIDE_OUT };
+
+enum psplice_method {
+	PSPLICE_METHOD_NONE,
+	PSPLICE_METHOD_CLONE,           /* FICLONERANGE: extents shared */
+	PSPLICE_METHOD_COPY_FILE_RANGE, /* copy_file_range(2) */
+	PSPLICE_METHOD_SENDFILE,        /* sendfile(2) */
+	PSPLICE_METHOD_SPLICE,          /* splice(2), one side a pipe */
+	PSPLICE_METHOD_SPLICE_PIPE,     /* splice(2) through an internal pipe */
+	PSPLICE_METHOD_VMSPLICE,        /* vmsplice(2) (reserved) */
+	PSPLICE_METHOD_READWRITE        /* read/write through user memory */
+};
+
+struct psplice_result {
+	uint64_t in_bytes;     /* taken from fd_in */
+	uint64_t out_bytes;    /* delivered to fd_out */
+	int error;             /* 0, or the errno that stopped the call */
+	int side;              /* enum psplice_side: who failed, or who would block */
+	int method;            /* enum psplice_method: the path that moved the bytes */
+	const void *parked;    /* in_bytes - out_bytes undelivered bytes, or NULL; */
+	size_t parked_len;     /* valid until this thread's next psplice call */
+};
+
+/* splice(2)'s signature, any pair of fds. Moves up to len bytes in one step.
+ * Returns the bytes delivered to fd_out, 0 at end of input, or -1 and errno.
+ * A NULL offset uses and advances the file position; a non-NULL offset is
+ * positional (the file position is untouched) and is advanced by the bytes
+ * delivered. When bytes were taken from a non-seekable fd_in and could not be
+ * delivered, the call returns -1 even if some bytes were delivered: see
+ * psplice_last() for the counts and the parked bytes. */
+ssize_t psplice(int fd_in, int64_t *off_in, int fd_out, int64_t *off_out,
+		size_t len, unsigned int flags);
+
+/* The same, with the full result (res may be NULL). If a step delivered some
+ * bytes and then failed with nothing parked, it returns the count and the
+ * error is in res->error (as with write(2), the next call meets it again). */
+ssize_t psplice_ex(int fd_in, int64_t *off_in, int fd_out, int64_t *off_out,
+		   size_t len, unsigned int flags, struct psplice_result *res);
+
+/* Loop until len bytes moved or end of input (len may be PSPLICE_TO_EOF);
+ * retries EINTR and short transfers; 0 on success, -1 and errno on error,
+ * with res (may be NULL) holding the totals. */
+int psplice_copy(int fd_in, int64_t *off_in, int fd_out, int64_t *off_out,
+		 uint64_t len, unsigned int flags, struct psplice_result *res);
+
+/* The result of this thread's last psplice call (never NULL). */
+const struct psplice_result *psplice_last(void);
+
+/* "clone", "copy_file_range", … ; "none"; "?" for an unknown value. */
+const char *psplice_method_name(int method);
+/* "none", "in", "out"; "?" for an unknown value. */
+const char *psplice_side_name(int side);
+/* "MAJOR.MINOR.PATCH" of the library that is running. */
+const char *psplice_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

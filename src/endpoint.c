@@ -1,0 +1,81 @@
+/* Classify an fd once per call: what it is and how it may be moved. */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+static int socket_kind(int fd)
+{
+	int domain = 0, type = 0;
+	socklen_t l = sizeof(domain);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &l) < 0)
+		return PS_K_SOCK;
+	l = sizeof(type);
+	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &l) < 0 || type != SOCK_STREAM)
+		return PS_K_SOCK;
+	if (domain == AF_INET || domain == AF_INET6)
+		return PS_K_TCP;
+	return domain == AF_UNIX ? PS_K_UNIX : PS_K_SOCK;
+}
+
+static int chr_kind(int fd)
+{
+	struct termios t;
+
+	return tcgetattr(fd, &t) == 0 ? PS_K_TTY : PS_K_CHR;
+}
+
+static int kind_of(int fd, mode_t mode)
+{
+	switch (mode & S_IFMT) {
+	case S_IFREG: return PS_K_FILE;
+	case S_IFBLK: return PS_K_BLOCK;
+	case S_IFIFO: return PS_K_PIPE;
+	case S_IFSOCK: return socket_kind(fd);
+	case S_IFCHR: return chr_kind(fd);
+	case S_IFDIR: return PS_K_DIR;
+	default: return PS_K_OTHER;
+	}
+}
+
+static int64_t block_size(int fd)
+{
+	uint64_t n = 0;
+
+	return ioctl(fd, BLKGETSIZE64, &n) == 0 ? (int64_t)n : 0;
+}
+
+int ps__classify(int fd, struct ps_endpoint *ep)
+{
+	struct stat st;
+	int fl;
+
+	if (fd < 0)
+		return -EBADF;
+	fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || fstat(fd, &st) < 0)
+		return -errno;
+	if (fl & O_PATH)
+		return -EBADF;
+	*ep = (struct ps_endpoint){ .fd = fd, .flags = fl, .dev = st.st_dev,
+				   .ino = st.st_ino };
+	ep->kind = kind_of(fd, st.st_mode);
+	ep->append = fl & O_APPEND;
+	ep->nonblock = fl & O_NONBLOCK;
+	ep->direct = fl & O_DIRECT;
+	ep->readable = (fl & O_ACCMODE) != O_WRONLY;
+	ep->writable = (fl & O_ACCMODE) != O_RDONLY;
+	ep->seekable = ep->kind == PS_K_FILE || ep->kind == PS_K_BLOCK;
+	if (ep->kind == PS_K_FILE)
+		ep->size = st.st_size;
+	else if (ep->kind == PS_K_BLOCK)
+		ep->size = block_size(fd);
+	return 0;
+}

@@ -1,0 +1,87 @@
+/* Internal types shared by the planner, the paths and the pool. */
+#ifndef PS_INTERNAL_H
+#define PS_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "psplice.h"
+
+#define PS_HIDDEN __attribute__((visibility("hidden")))
+#define PS_STR_(x) #x
+#define PS_STR(x) PS_STR_(x)
+
+/* The most one syscall moves (the kernel's MAX_RW_COUNT, page aligned). */
+#define PS_MAX_CHUNK ((size_t)0x7ffff000)
+
+/* A path returns this when it does not apply or the kernel said "not here":
+ * nothing moved, the planner tries the next path. */
+#define PS_NEXT 1
+
+enum ps_kind {
+	PS_K_FILE, PS_K_BLOCK, PS_K_PIPE, PS_K_TCP, PS_K_UNIX, PS_K_SOCK,
+	PS_K_CHR, PS_K_TTY, PS_K_DIR, PS_K_OTHER
+};
+
+struct ps_endpoint {
+	int fd;
+	int kind;          /* enum ps_kind */
+	int flags;         /* F_GETFL */
+	dev_t dev;
+	ino_t ino;
+	int64_t size;      /* st_size for files and block devices, else 0 */
+	bool seekable, append, nonblock, direct, readable, writable;
+};
+
+/* One transfer step, as the planner hands it to a path. */
+struct ps_xfer {
+	const struct ps_endpoint *in, *out;
+	int64_t *off_in, *off_out;  /* NULL: use the file position */
+	size_t len;                 /* > 0, <= PS_MAX_CHUNK */
+	unsigned int flags;
+	bool retry_eintr;           /* psplice_copy: retry EINTR, never park for it */
+	int next_err;               /* with PS_NEXT: the errno that said "not here",
+	                               0 for a suspicious 0 return */
+	struct psplice_result *res; /* the path adds to in_bytes/out_bytes */
+};
+
+static inline bool ps_is_socket(int kind)
+{
+	return kind == PS_K_TCP || kind == PS_K_UNIX || kind == PS_K_SOCK;
+}
+
+PS_HIDDEN int ps__classify(int fd, struct ps_endpoint *ep);
+
+PS_HIDDEN int ps__path_clone(struct ps_xfer *x);
+PS_HIDDEN int ps__path_cfr(struct ps_xfer *x);
+PS_HIDDEN int ps__path_sendfile(struct ps_xfer *x);
+PS_HIDDEN int ps__path_splice(struct ps_xfer *x);
+PS_HIDDEN int ps__path_splice_pipe(struct ps_xfer *x);
+PS_HIDDEN int ps__path_readwrite(struct ps_xfer *x);
+
+/* Shared by the paths (transfer.c). */
+PS_HIDDEN void ps__fail(struct ps_xfer *x, int err, int side);
+PS_HIDDEN int ps__side_of(const struct ps_xfer *x, int err);
+PS_HIDDEN int ps__blocked_side(const struct ps_xfer *x);
+PS_HIDDEN void ps__advance(int64_t *off, uint64_t n);
+PS_HIDDEN bool ps__zero_is_eof(const struct ps_xfer *x);
+PS_HIDDEN int ps__next(struct ps_xfer *x, int err);
+PS_HIDDEN void ps__moved(struct ps_xfer *x, uint64_t in, uint64_t out, int method);
+PS_HIDDEN unsigned int ps__splice_flags(const struct ps_xfer *x);
+PS_HIDDEN int ps__give_back(struct ps_xfer *x, const void *buf, size_t n);
+PS_HIDDEN size_t ps__write_all(struct ps_xfer *x, const unsigned char *buf, size_t n);
+PS_HIDDEN ssize_t ps__read_once(struct ps_xfer *x, unsigned char *buf, size_t n);
+
+/* The per-thread pool (pipepool.c). */
+struct ps_pipe {
+	int r, w;
+	size_t size;
+};
+PS_HIDDEN int ps__pipe_get(struct ps_pipe **p);
+PS_HIDDEN void ps__pipe_put(struct ps_pipe *p, bool dirty);
+PS_HIDDEN unsigned char *ps__buf(size_t *size);
+PS_HIDDEN unsigned char *ps__park_buf(size_t need);
+PS_HIDDEN struct psplice_result *ps__last(void);
+
+#endif

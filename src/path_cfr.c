@@ -1,0 +1,50 @@
+/* copy_file_range(2): file to file inside the kernel (reflink where the
+ * filesystem can). */
+#include <errno.h>
+#include <stdatomic.h>
+
+#include "internal.h"
+#include "sys.h"
+
+static atomic_bool cfr_missing; /* ENOSYS once: never ask again */
+
+/* Errnos that mean "not for this pair", after which another path may try:
+ * cross-filesystem (EXDEV), not supported here, or a seccomp filter that
+ * answers EPERM instead of ENOSYS; NFS and CIFS answer EIO or EINVAL. */
+static bool fall_back(int err)
+{
+	switch (err) {
+	case EXDEV: case EINVAL: case EOPNOTSUPP: case ENOSYS: case EPERM:
+	case EBADF: case EIO: case ETXTBSY: case EOVERFLOW:
+		return true;
+	}
+	return false;
+}
+
+int ps__path_cfr(struct ps_xfer *x)
+{
+	int64_t oi = x->off_in ? *x->off_in : 0, oo = x->off_out ? *x->off_out : 0;
+	size_t len = x->len < PS_MAX_CHUNK ? x->len : PS_MAX_CHUNK;
+	ssize_t n;
+
+	if (x->in->kind != PS_K_FILE || x->out->kind != PS_K_FILE || x->out->append)
+		return ps__next(x, EINVAL);
+	if (atomic_load_explicit(&cfr_missing, memory_order_relaxed))
+		return ps__next(x, ENOSYS);
+	n = ps_copy_file_range(x->in->fd, x->off_in ? &oi : NULL, x->out->fd,
+			       x->off_out ? &oo : NULL, len);
+	if (n < 0) {
+		if (n == -ENOSYS)
+			atomic_store_explicit(&cfr_missing, true, memory_order_relaxed);
+		if (fall_back((int)-n))
+			return ps__next(x, (int)-n);
+		ps__fail(x, (int)-n, ps__side_of(x, (int)-n));
+		return 0;
+	}
+	if (n == 0)
+		return ps__zero_is_eof(x) ? 0 : ps__next(x, 0);
+	ps__moved(x, (uint64_t)n, (uint64_t)n, PSPLICE_METHOD_COPY_FILE_RANGE);
+	ps__advance(x->off_in, (uint64_t)n);
+	ps__advance(x->off_out, (uint64_t)n);
+	return 0;
+}

@@ -1,0 +1,46 @@
+/* FICLONERANGE: the output shares the input's extents (btrfs, XFS with
+ * reflink, bcachefs…). Offsets and length must be block aligned, except a
+ * range that ends at the input's end of file. */
+#include <errno.h>
+
+#include "internal.h"
+#include "sys.h"
+
+static int64_t pos_of(int fd, const int64_t *off)
+{
+	return off ? *off : ps_lseek(fd, 0, SEEK_CUR);
+}
+
+int ps__path_clone(struct ps_xfer *x)
+{
+	int64_t si = pos_of(x->in->fd, x->off_in), so = pos_of(x->out->fd, x->off_out);
+	uint64_t n, whole = 0;
+	int r;
+
+	if (x->in->kind != PS_K_FILE || x->out->kind != PS_K_FILE ||
+	    x->out->append || x->in->size <= 0 || si < 0 || so < 0)
+		return ps__next(x, EOPNOTSUPP);
+	if (si >= x->in->size)
+		return 0;
+	n = (uint64_t)(x->in->size - si);
+	if (x->len < n)
+		n = whole = x->len; /* a partial range: must be aligned */
+	r = ps_clone_range(x->in->fd, (uint64_t)si, x->out->fd, (uint64_t)so, whole);
+	if (r < 0) {
+		if (r == -EOPNOTSUPP || r == -EXDEV || r == -EINVAL || r == -ENOTTY ||
+		    r == -ENOSYS || r == -EPERM || r == -EBADF || r == -ETXTBSY)
+			return ps__next(x, -r);
+		ps__fail(x, -r, ps__side_of(x, -r));
+		return 0;
+	}
+	ps__moved(x, n, n, PSPLICE_METHOD_CLONE);
+	if (x->off_in)
+		*x->off_in = si + (int64_t)n;
+	else
+		(void)ps_lseek(x->in->fd, si + (int64_t)n, SEEK_SET);
+	if (x->off_out)
+		*x->off_out = so + (int64_t)n;
+	else
+		(void)ps_lseek(x->out->fd, so + (int64_t)n, SEEK_SET);
+	return 0;
+}

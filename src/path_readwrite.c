@@ -1,0 +1,37 @@
+/* read/write (pread/pwrite with offsets) through a per-thread buffer: the
+ * last resort, for pairs no kernel path takes. */
+#include <errno.h>
+
+#include "internal.h"
+#include "sys.h"
+
+int ps__path_readwrite(struct ps_xfer *x)
+{
+	size_t size, done;
+	unsigned char *buf = ps__buf(&size);
+	ssize_t n;
+
+	if (x->flags & PSPLICE_F_NOFALLBACK)
+		return ps__next(x, EOPNOTSUPP);
+	if (!buf) {
+		ps__fail(x, ENOMEM, PSPLICE_SIDE_NONE);
+		return 0;
+	}
+	if (x->len < size)
+		size = x->len;
+	do
+		n = ps__read_once(x, buf, size);
+	while (n == -EINTR && x->retry_eintr);
+	if (n <= 0) {
+		if (n < 0)
+			ps__fail(x, (int)-n, PSPLICE_SIDE_IN);
+		return 0;
+	}
+	x->res->in_bytes += (uint64_t)n;
+	x->res->method = PSPLICE_METHOD_READWRITE;
+	done = ps__write_all(x, buf, (size_t)n);
+	ps__advance(x->off_in, done);
+	if (done < (size_t)n && ps__give_back(x, buf + done, (size_t)n - done) < 0)
+		ps__fail(x, ENOMEM, PSPLICE_SIDE_NONE);
+	return 0;
+}

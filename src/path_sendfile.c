@@ -1,0 +1,31 @@
+/* sendfile(2): a file (anything with splice_read) to any fd, one call. */
+#include <errno.h>
+
+#include "internal.h"
+#include "sys.h"
+
+int ps__path_sendfile(struct ps_xfer *x)
+{
+	int64_t oi = x->off_in ? *x->off_in : 0;
+	size_t len = x->len < PS_MAX_CHUNK ? x->len : PS_MAX_CHUNK;
+	ssize_t n;
+
+	/* sendfile writes at the output's file position only, cannot carry
+	 * SPLICE_F_MORE, and refuses O_APPEND outputs. */
+	if (!x->in->seekable || x->out->append || x->off_out ||
+	    (x->flags & PSPLICE_F_MORE))
+		return ps__next(x, EINVAL);
+	n = ps_sendfile(x->out->fd, x->in->fd, x->off_in ? &oi : NULL, len);
+	if (n < 0) {
+		if (n == -EINVAL || n == -ENOSYS || n == -EOPNOTSUPP)
+			return ps__next(x, (int)-n);
+		ps__fail(x, (int)-n, n == -EINTR ? ps__blocked_side(x) :
+				     ps__side_of(x, (int)-n));
+		return 0;
+	}
+	if (n == 0)
+		return ps__zero_is_eof(x) ? 0 : ps__next(x, 0);
+	ps__moved(x, (uint64_t)n, (uint64_t)n, PSPLICE_METHOD_SENDFILE);
+	ps__advance(x->off_in, (uint64_t)n);
+	return 0;
+}

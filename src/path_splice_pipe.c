@@ -1,0 +1,126 @@
+/* splice(2) through the thread's internal pipe: input -> pipe -> output, for
+ * pairs where neither side is a pipe (socket to socket, socket to file, …). */
+#include <errno.h>
+#include <sys/ioctl.h>
+
+#include "internal.h"
+#include "sys.h"
+
+static bool not_here(ssize_t n)
+{
+	return n == -EINVAL || n == -ENOSYS || n == -EOPNOTSUPP;
+}
+
+/* Read the n bytes left in the pipe into a buffer: they are handed back
+ * (parked, or discarded after rewinding a seekable input) or written out by
+ * write(2). The pipe holds exactly those bytes, so the reads do not wait. */
+static unsigned char *drain(struct ps_pipe *p, size_t n)
+{
+	unsigned char *buf = ps__park_buf(n);
+	size_t got = 0;
+	ssize_t r;
+
+	if (!buf)
+		return NULL;
+	while (got < n) {
+		r = ps_read(p->r, buf + got, n - got);
+		if (r == -EINTR)
+			continue;
+		if (r <= 0)
+			return NULL;
+		got += (size_t)r;
+	}
+	return buf;
+}
+
+/* The output takes no splices (EINVAL on the first one): move what the pipe
+ * holds with write(2) instead, unless that is forbidden. */
+static size_t write_through(struct ps_xfer *x, struct ps_pipe *p, size_t n,
+			    unsigned char **left, int64_t *oo)
+{
+	unsigned char *buf;
+	size_t done;
+
+	if (x->flags & PSPLICE_F_NOFALLBACK) {
+		ps__fail(x, EOPNOTSUPP, PSPLICE_SIDE_OUT);
+		return 0;
+	}
+	buf = drain(p, n);
+	if (!buf) {
+		ps__fail(x, EIO, PSPLICE_SIDE_NONE);
+		return 0;
+	}
+	x->res->method = PSPLICE_METHOD_READWRITE;
+	done = ps__write_all(x, buf, n);
+	*left = buf + done;
+	if (x->off_out)
+		*oo = *x->off_out;
+	return done;
+}
+
+static size_t pipe_out(struct ps_xfer *x, struct ps_pipe *p, size_t n,
+		       unsigned char **left, int64_t *oo)
+{
+	size_t moved = 0;
+	ssize_t m;
+
+	while (moved < n) {
+		m = ps_splice(p->r, NULL, x->out->fd, x->off_out ? oo : NULL,
+			      n - moved, ps__splice_flags(x));
+		if (m == -EINTR && x->retry_eintr)
+			continue;
+		if (m < 0 && moved == 0 && not_here(m))
+			return write_through(x, p, n, left, oo);
+		if (m <= 0) {
+			ps__fail(x, m ? (int)-m : EIO, PSPLICE_SIDE_OUT);
+			break;
+		}
+		moved += (size_t)m;
+		x->res->out_bytes += (uint64_t)m;
+		x->res->method = PSPLICE_METHOD_SPLICE_PIPE;
+	}
+	return moved;
+}
+
+int ps__path_splice_pipe(struct ps_xfer *x)
+{
+	int64_t oi = x->off_in ? *x->off_in : 0, oo = x->off_out ? *x->off_out : 0;
+	unsigned char *left = NULL;
+	struct ps_pipe *p;
+	size_t moved, len;
+	ssize_t n;
+	int r;
+
+	if (x->in->kind == PS_K_PIPE || x->out->kind == PS_K_PIPE || x->out->append)
+		return ps__next(x, EINVAL);
+	r = ps__pipe_get(&p);
+	if (r < 0)
+		return ps__next(x, -r);
+	len = x->len < p->size ? x->len : p->size;
+	n = ps_splice(x->in->fd, x->off_in ? &oi : NULL, p->w, NULL, len,
+		      ps__splice_flags(x) & ~PSPLICE_F_MORE);
+	if (n < 0 || (n == 0 && x->in->seekable && !ps__zero_is_eof(x))) {
+		ps__pipe_put(p, false);
+		if (n == 0 || not_here(n))
+			return ps__next(x, (int)-n);
+		ps__fail(x, (int)-n, PSPLICE_SIDE_IN);
+		return 0;
+	}
+	x->res->in_bytes += (uint64_t)n;
+	moved = pipe_out(x, p, (size_t)n, &left, &oo);
+	ps__advance(x->off_in, moved);
+	if (x->off_out)
+		*x->off_out = oo;
+	if (moved < (size_t)n) {
+		if (!left)
+			left = drain(p, (size_t)n - moved);
+		/* A pipe that could not be drained is dropped, not reused. */
+		if (!left || ps__give_back(x, left, (size_t)n - moved) < 0) {
+			ps__pipe_put(p, true);
+			ps__fail(x, EIO, PSPLICE_SIDE_NONE);
+			return 0;
+		}
+	}
+	ps__pipe_put(p, false);
+	return 0;
+}

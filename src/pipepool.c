@@ -1,0 +1,137 @@
+/* Per-thread state: the internal pipe, the copy buffer, the parked bytes and
+ * the last result. Freed when the thread exits. */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "sys.h"
+
+/* A bigger pipe moves more per pair of splices and holds more socket
+ * fragments (16 skb fragments fill a default 64 KiB pipe at ~23 KiB). */
+#define PS_PIPE_SIZE (1u << 20)
+#define PS_BUF_SIZE (256u << 10)
+
+struct ps_tls {
+	struct ps_pipe pipe;
+	bool have_pipe, pipe_busy;
+	unsigned char *buf, *park;
+	size_t park_cap;
+	struct psplice_result last;
+};
+
+static __thread struct ps_tls *tls;
+static pthread_key_t tls_key;
+static pthread_once_t tls_once = PTHREAD_ONCE_INIT;
+
+static void tls_free(void *p)
+{
+	struct ps_tls *t = p;
+
+	if (t->have_pipe) {
+		close(t->pipe.r);
+		close(t->pipe.w);
+	}
+	free(t->buf);
+	free(t->park);
+	free(t);
+}
+
+static void tls_key_init(void)
+{
+	(void)pthread_key_create(&tls_key, tls_free);
+}
+
+static struct ps_tls *tls_get(void)
+{
+	static struct ps_tls fallback; /* only if malloc fails: keeps last valid */
+
+	if (tls)
+		return tls;
+	pthread_once(&tls_once, tls_key_init);
+	tls = calloc(1, sizeof(*tls));
+	if (!tls)
+		return &fallback;
+	pthread_setspecific(tls_key, tls);
+	return tls;
+}
+
+struct psplice_result *ps__last(void)
+{
+	return &tls_get()->last;
+}
+
+static int pipe_new(struct ps_pipe *p)
+{
+	int fds[2], sz;
+
+	/* Non-blocking so that draining a pipe never waits. */
+	if (pipe2(fds, O_CLOEXEC | O_NONBLOCK) < 0)
+		return -errno;
+	p->r = fds[0];
+	p->w = fds[1];
+	/* EPERM past pipe-user-pages-soft is not an error: keep the default. */
+	sz = fcntl(p->w, F_SETPIPE_SZ, PS_PIPE_SIZE);
+	if (sz < 0)
+		sz = fcntl(p->w, F_GETPIPE_SZ);
+	p->size = sz > 0 ? (size_t)sz : 4096;
+	return 0;
+}
+
+int ps__pipe_get(struct ps_pipe **pp)
+{
+	struct ps_tls *t = tls_get();
+	int r;
+
+	if (t->pipe_busy)
+		return -EBUSY;
+	if (!t->have_pipe) {
+		r = pipe_new(&t->pipe);
+		if (r < 0)
+			return r;
+		t->have_pipe = true;
+	}
+	t->pipe_busy = true;
+	*pp = &t->pipe;
+	return 0;
+}
+
+/* A pipe that may still hold bytes is closed rather than reused. */
+void ps__pipe_put(struct ps_pipe *p, bool dirty)
+{
+	struct ps_tls *t = tls_get();
+
+	t->pipe_busy = false;
+	if (dirty && t->have_pipe && p == &t->pipe) {
+		close(p->r);
+		close(p->w);
+		t->have_pipe = false;
+	}
+}
+
+unsigned char *ps__buf(size_t *size)
+{
+	struct ps_tls *t = tls_get();
+
+	if (!t->buf)
+		t->buf = malloc(PS_BUF_SIZE);
+	*size = t->buf ? PS_BUF_SIZE : 0;
+	return t->buf;
+}
+
+unsigned char *ps__park_buf(size_t need)
+{
+	struct ps_tls *t = tls_get();
+	unsigned char *p;
+
+	if (need > t->park_cap) {
+		p = realloc(t->park, need);
+		if (!p)
+			return NULL;
+		t->park = p;
+		t->park_cap = need;
+	}
+	return t->park;
+}

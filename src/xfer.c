@@ -1,0 +1,198 @@
+/* Helpers the paths share: accounting, error attribution, giving back bytes
+ * that were taken but not delivered, and the user-space write loop. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "internal.h"
+#include "sys.h"
+
+void ps__fail(struct ps_xfer *x, int err, int side)
+{
+	if (!x->res->error) {
+		x->res->error = err;
+		x->res->side = side;
+	}
+}
+
+int ps__next(struct ps_xfer *x, int err)
+{
+	x->next_err = err;
+	return PS_NEXT;
+}
+
+void ps__advance(int64_t *off, uint64_t n)
+{
+	if (off)
+		*off += (int64_t)n;
+}
+
+void ps__moved(struct ps_xfer *x, uint64_t in, uint64_t out, int method)
+{
+	x->res->in_bytes += in;
+	x->res->out_bytes += out;
+	if (out)
+		x->res->method = method;
+}
+
+unsigned int ps__splice_flags(const struct ps_xfer *x)
+{
+	return x->flags & (PSPLICE_F_MOVE | PSPLICE_F_NONBLOCK | PSPLICE_F_MORE);
+}
+
+static int64_t in_pos(const struct ps_xfer *x)
+{
+	return x->off_in ? *x->off_in : ps_lseek(x->in->fd, 0, SEEK_CUR);
+}
+
+/* copy_file_range and sendfile return 0 both at end of file and on procfs,
+ * sysfs and other files whose st_size is 0 but which have content: trust a 0
+ * only when the size says the offset is at or past the end. */
+bool ps__zero_is_eof(const struct ps_xfer *x)
+{
+	int64_t pos;
+
+	if (x->in->size <= 0)
+		return false;
+	pos = in_pos(x);
+	return pos >= x->in->size;
+}
+
+/* Which side a two-sided call (copy_file_range, sendfile) failed on. Errors
+ * that only writing produces are the output's; for the rest, read one byte
+ * of the input where the call read: if that fails too, the input failed. */
+int ps__side_of(const struct ps_xfer *x, int err)
+{
+	unsigned char b;
+	int64_t pos;
+
+	switch (err) {
+	case EPIPE: case ENOSPC: case EDQUOT: case EFBIG: case EROFS:
+	case ETXTBSY: case ECONNRESET: case ENOTCONN: case EAGAIN:
+		return PSPLICE_SIDE_OUT;
+	}
+	if (!x->in->seekable)
+		return PSPLICE_SIDE_IN;
+	pos = in_pos(x);
+	if (pos < 0 || ps_pread(x->in->fd, &b, 1, pos) < 0)
+		return PSPLICE_SIDE_IN;
+	return PSPLICE_SIDE_OUT;
+}
+
+/* After EAGAIN or EINTR from a call that could have waited on either side:
+ * the side that is not ready is the one that would block. */
+int ps__blocked_side(const struct ps_xfer *x)
+{
+	struct pollfd p[2] = { { .fd = x->in->fd, .events = POLLIN },
+			       { .fd = x->out->fd, .events = POLLOUT } };
+
+	if (poll(p, 2, 0) < 0)
+		return PSPLICE_SIDE_IN;
+	if (!(p[0].revents & (POLLIN | POLLHUP | POLLERR)))
+		return PSPLICE_SIDE_IN;
+	if (!(p[1].revents & (POLLOUT | POLLERR | POLLHUP)))
+		return PSPLICE_SIDE_OUT;
+	return PSPLICE_SIDE_IN;
+}
+
+/* n bytes were taken from the input and not delivered. A seekable input
+ * takes them back (its offset or position ends just past the last delivered
+ * byte); a non-seekable one cannot, so they are parked for the caller. */
+int ps__give_back(struct ps_xfer *x, const void *buf, size_t n)
+{
+	struct psplice_result *res = x->res;
+	unsigned char *park;
+	int64_t r;
+
+	if (!n)
+		return 0;
+	if (x->in->seekable) {
+		if (!x->off_in) {
+			r = ps_lseek(x->in->fd, -(int64_t)n, SEEK_CUR);
+			if (r < 0)
+				return (int)r;
+		}
+		res->in_bytes -= n;
+		return 0;
+	}
+	park = ps__park_buf(res->parked_len + n);
+	if (!park)
+		return -ENOMEM;
+	/* buf may already lie inside the parked buffer. */
+	memmove(park + res->parked_len, buf, n);
+	res->parked = park;
+	res->parked_len += n;
+	return 0;
+}
+
+/* A blocking fd used with PSPLICE_F_NONBLOCK: do not wait for it. */
+static bool would_block(const struct ps_endpoint *ep, unsigned int flags, short ev)
+{
+	struct pollfd p = { .fd = ep->fd, .events = ev };
+
+	if (!(flags & PSPLICE_F_NONBLOCK) || ep->nonblock || ep->seekable ||
+	    ps_is_socket(ep->kind))
+		return false;
+	return poll(&p, 1, 0) == 0;
+}
+
+static ssize_t write_once(struct ps_xfer *x, const unsigned char *buf, size_t n)
+{
+	const struct ps_endpoint *out = x->out;
+	int fl = MSG_NOSIGNAL;
+
+	if (would_block(out, x->flags, POLLOUT))
+		return -EAGAIN;
+	if (x->off_out)
+		return ps_pwrite(out->fd, buf, n, *x->off_out);
+	if (ps_is_socket(out->kind)) {
+		if (x->flags & PSPLICE_F_NONBLOCK)
+			fl |= MSG_DONTWAIT;
+		if (x->flags & PSPLICE_F_MORE)
+			fl |= MSG_MORE;
+		return ps_ret(send(out->fd, buf, n, fl));
+	}
+	return ps_write(out->fd, buf, n);
+}
+
+/* Write n bytes; returns how many were delivered, the error (if any) is
+ * recorded against the output. */
+size_t ps__write_all(struct ps_xfer *x, const unsigned char *buf, size_t n)
+{
+	size_t done = 0;
+	ssize_t w;
+
+	while (done < n) {
+		w = write_once(x, buf + done, n - done);
+		if (w == -EINTR && x->retry_eintr)
+			continue;
+		if (w <= 0) {
+			ps__fail(x, w ? (int)-w : EIO, PSPLICE_SIDE_OUT);
+			break;
+		}
+		done += (size_t)w;
+		x->res->out_bytes += (uint64_t)w;
+		ps__advance(x->off_out, (uint64_t)w);
+	}
+	return done;
+}
+
+/* Read once from the input into buf (at most n bytes). */
+ssize_t ps__read_once(struct ps_xfer *x, unsigned char *buf, size_t n)
+{
+	const struct ps_endpoint *in = x->in;
+	int fl = 0;
+
+	if (would_block(in, x->flags, POLLIN))
+		return -EAGAIN;
+	if (x->off_in)
+		return ps_pread(in->fd, buf, n, *x->off_in);
+	if (ps_is_socket(in->kind)) {
+		if (x->flags & PSPLICE_F_NONBLOCK)
+			fl |= MSG_DONTWAIT;
+		return ps_ret(recv(in->fd, buf, n, fl));
+	}
+	return ps_read(in->fd, buf, n);
+}

@@ -1,0 +1,33 @@
+#!/bin/sh
+# Install the Debian packages a target needs (as root), or print the exact
+# apt-get line. Usage: deps.sh demo|check
+need=
+want() { command -v "$1" >/dev/null 2>&1 || need="$need $2"; }
+want cc gcc
+want make make
+want timeout coreutils
+want awk mawk
+case $1 in
+check)
+	want g++ g++
+	want pkg-config pkg-config
+	want mkfs.xfs xfsprogs
+	want losetup mount
+	want filefrag e2fsprogs
+	# gcc's sanitizer runtimes come with gcc; make sure they are there.
+	[ -e "$(gcc -print-file-name=libasan.so)" ] || need="$need libasan8"
+	[ -e "$(gcc -print-file-name=libtsan.so)" ] || need="$need libtsan2"
+	[ -e "$(gcc -print-file-name=libubsan.so)" ] || need="$need libubsan1"
+	;;
+esac
+[ -z "$need" ] && exit 0
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+	echo "installing:$need"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq >/dev/null && apt-get install -y -qq $need >/dev/null || {
+		echo "apt-get install failed:$need" >&2; exit 1; }
+else
+	echo "missing packages; run as root:" >&2
+	echo "  apt-get install -y$need" >&2
+	exit 1
+fi

@@ -1,0 +1,329 @@
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <pty.h>
+#include <signal.h>
+#include <sys/mount.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <unistd.h>
+#include <linux/magic.h>
+
+#include "t.h"
+
+static char scratch[4096], tmpfs_scratch[4096];
+static bool tmpfs_mounted;
+
+void t_fail(void)
+{
+	exit(T_FAIL);
+}
+
+static void rm_tree(const char *dir)
+{
+	char cmd[4200];
+
+	if (!dir[0])
+		return;
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "cannot remove %s\n", dir);
+}
+
+static void cleanup(void)
+{
+	if (getpid() != (pid_t)strtol(getenv("T_MAIN_PID") ? getenv("T_MAIN_PID") : "0", NULL, 10))
+		return;
+	rm_tree(scratch);
+	if (tmpfs_mounted)
+		umount2(tmpfs_scratch, MNT_DETACH);
+	rm_tree(tmpfs_scratch);
+}
+
+static void mark_main(void)
+{
+	char pid[32];
+
+	if (getenv("T_MAIN_PID") && strtol(getenv("T_MAIN_PID"), NULL, 10) == getpid())
+		return;
+	snprintf(pid, sizeof(pid), "%d", (int)getpid());
+	setenv("T_MAIN_PID", pid, 1);
+	atexit(cleanup);
+}
+
+const char *t_dir(int argc, char **argv)
+{
+	const char *base = argc > 1 ? argv[1] : getenv("PSPLICE_TEST_DIR");
+
+	if (scratch[0])
+		return scratch;
+	if (!base)
+		base = "/tmp";
+	snprintf(scratch, sizeof(scratch), "%s/psplice-t-XXXXXX", base);
+	if (!mkdtemp(scratch)) {
+		fprintf(stderr, "mkdtemp %s: %s\n", scratch, strerror(errno));
+		exit(T_FAIL);
+	}
+	mark_main();
+	return scratch;
+}
+
+const char *t_tmpfs_dir(void)
+{
+	struct statfs s;
+
+	if (tmpfs_scratch[0])
+		return tmpfs_scratch;
+	if (statfs("/dev/shm", &s) == 0 && s.f_type == TMPFS_MAGIC) {
+		snprintf(tmpfs_scratch, sizeof(tmpfs_scratch), "/dev/shm/psplice-t-XXXXXX");
+		if (mkdtemp(tmpfs_scratch)) {
+			mark_main();
+			return tmpfs_scratch;
+		}
+	}
+	snprintf(tmpfs_scratch, sizeof(tmpfs_scratch), "/tmp/psplice-tmpfs-XXXXXX");
+	if (!mkdtemp(tmpfs_scratch))
+		return NULL;
+	mark_main();
+	if (mount("tmpfs", tmpfs_scratch, "tmpfs", 0, "size=256m") < 0)
+		return NULL;
+	tmpfs_mounted = true;
+	return tmpfs_scratch;
+}
+
+const char *t_path(const char *name)
+{
+	static char paths[8][4200];
+	static int next;
+	char *p = paths[next++ % 8];
+
+	snprintf(p, 4200, "%s/%s", scratch[0] ? scratch : "/tmp", name);
+	return p;
+}
+
+uint8_t t_byte(uint32_t seed, uint64_t i)
+{
+	uint64_t x = (i >> 3) * 0x9e3779b97f4a7c15ull + seed * 0xbf58476d1ce4e5b9ull + 1;
+
+	x ^= x >> 31;
+	x *= 0x94d049bb133111ebull;
+	x ^= x >> 29;
+	return (uint8_t)(x >> ((i & 7) * 8));
+}
+
+void t_gen(uint32_t seed, uint64_t off, void *buf, size_t n)
+{
+	uint8_t *b = buf;
+
+	for (size_t i = 0; i < n; i++)
+		b[i] = t_byte(seed, off + i);
+}
+
+int t_make_file(const char *path, uint64_t size, uint32_t seed)
+{
+	static uint8_t buf[1 << 16];
+	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	uint64_t done = 0;
+
+	if (fd < 0) {
+		fprintf(stderr, "open %s: %s\n", path, strerror(errno));
+		exit(T_FAIL);
+	}
+	while (done < size) {
+		size_t n = size - done < sizeof(buf) ? (size_t)(size - done) : sizeof(buf);
+
+		t_gen(seed, done, buf, n);
+		if (pwrite(fd, buf, n, (off_t)done) != (ssize_t)n) {
+			fprintf(stderr, "write %s: %s\n", path, strerror(errno));
+			exit(T_FAIL);
+		}
+		done += n;
+	}
+	return fd;
+}
+
+bool t_check_fd(int fd, int64_t off, uint64_t n, uint32_t seed, uint64_t soff)
+{
+	static uint8_t buf[1 << 16], want[1 << 16];
+	uint64_t done = 0;
+	ssize_t r;
+
+	while (done < n) {
+		size_t k = n - done < sizeof(buf) ? (size_t)(n - done) : sizeof(buf);
+
+		r = off >= 0 ? pread(fd, buf, k, off + (off_t)done) : read(fd, buf, k);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			fprintf(stderr, "check: short at %llu of %llu (%s)\n",
+				(unsigned long long)done, (unsigned long long)n,
+				r < 0 ? strerror(errno) : "EOF");
+			return false;
+		}
+		t_gen(seed, soff + done, want, (size_t)r);
+		if (memcmp(buf, want, (size_t)r)) {
+			for (ssize_t i = 0; i < r; i++)
+				if (buf[i] != want[i]) {
+					fprintf(stderr, "check: byte %llu differs\n",
+						(unsigned long long)(done + (uint64_t)i));
+					break;
+				}
+			return false;
+		}
+		done += (uint64_t)r;
+	}
+	return true;
+}
+
+bool t_check_file(const char *path, uint64_t n, uint32_t seed)
+{
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	bool ok;
+
+	if (fd < 0 || fstat(fd, &st) < 0)
+		return false;
+	if ((uint64_t)st.st_size != n) {
+		fprintf(stderr, "check: %s has %lld bytes, want %llu\n", path,
+			(long long)st.st_size, (unsigned long long)n);
+		close(fd);
+		return false;
+	}
+	ok = t_check_fd(fd, 0, n, seed, 0);
+	close(fd);
+	return ok;
+}
+
+void t_tcp_pair(int fds[2])
+{
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	socklen_t l = sizeof(a);
+	int ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (ls < 0 || bind(ls, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(ls, 1) < 0 ||
+	    getsockname(ls, (struct sockaddr *)&a, &l) < 0) {
+		perror("tcp listen");
+		exit(T_FAIL);
+	}
+	fds[0] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fds[0] < 0 || connect(fds[0], (struct sockaddr *)&a, sizeof(a)) < 0) {
+		perror("tcp connect");
+		exit(T_FAIL);
+	}
+	fds[1] = accept4(ls, NULL, NULL, SOCK_CLOEXEC);
+	if (fds[1] < 0) {
+		perror("accept");
+		exit(T_FAIL);
+	}
+	close(ls);
+}
+
+void t_unix_pair(int fds[2])
+{
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) < 0) {
+		perror("socketpair");
+		exit(T_FAIL);
+	}
+}
+
+void t_pipe(int fds[2])
+{
+	if (pipe2(fds, O_CLOEXEC) < 0) {
+		perror("pipe");
+		exit(T_FAIL);
+	}
+}
+
+void t_pty(int *master, int *slave)
+{
+	struct termios t;
+
+	if (openpty(master, slave, NULL, NULL, NULL) < 0) {
+		perror("openpty");
+		exit(T_FAIL);
+	}
+	tcgetattr(*slave, &t);
+	cfmakeraw(&t);
+	tcsetattr(*slave, TCSANOW, &t);
+}
+
+pid_t t_feed(int fd, uint64_t n, uint32_t seed)
+{
+	static uint8_t buf[1 << 16];
+	pid_t pid = fork();
+	uint64_t done = 0;
+
+	if (pid != 0)
+		return pid;
+	signal(SIGPIPE, SIG_DFL);
+	while (done < n) {
+		size_t k = n - done < sizeof(buf) ? (size_t)(n - done) : sizeof(buf);
+		ssize_t w;
+
+		t_gen(seed, done, buf, k);
+		w = write(fd, buf, k);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			_exit(1);
+		done += (uint64_t)w; /* a short write regenerates from done */
+	}
+	_exit(0);
+}
+
+pid_t t_drain_check(int fd, uint64_t n, uint32_t seed)
+{
+	pid_t pid = fork();
+	char extra;
+
+	if (pid != 0)
+		return pid;
+	if (!t_check_fd(fd, -1, n, seed, 0))
+		_exit(1);
+	/* Nothing after the n bytes: the sender closed. */
+	if (read(fd, &extra, 1) != 0)
+		_exit(2);
+	_exit(0);
+}
+
+bool t_wait(pid_t pid)
+{
+	int st;
+
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR)
+			return false;
+	return WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
+bool t_root(void)
+{
+	return geteuid() == 0;
+}
+
+int64_t t_pos(int fd)
+{
+	return lseek(fd, 0, SEEK_CUR);
+}
+
+static int filled[1 << 16], nfilled;
+
+int t_fill_fds(void)
+{
+	int fd;
+
+	while (nfilled < (int)(sizeof(filled) / sizeof(filled[0])) &&
+	       (fd = open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0)
+		filled[nfilled++] = fd;
+	return nfilled;
+}
+
+void t_unfill_fds(void)
+{
+	while (nfilled > 0)
+		close(filled[--nfilled]);
+}

@@ -1,0 +1,96 @@
+/* Tiny helpers shared by the test programs. Each test is a standalone
+ * program: exit 0 pass, 1 fail, 77 skip; silent on pass. argv[1], when given,
+ * is the directory to work in (default $PSPLICE_TEST_DIR, then /tmp). */
+#ifndef T_H
+#define T_H
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+
+#include "psplice.h"
+
+#define T_PASS 0
+#define T_FAIL 1
+#define T_SKIP 77
+
+#define T_FAILED(...) do { \
+	fprintf(stderr, "%s:%d: ", __FILE__, __LINE__); \
+	fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); t_fail(); } while (0)
+
+#define T_ASSERT(e) do { if (!(e)) T_FAILED("assertion failed: %s", #e); } while (0)
+
+#define T_EQ(a, b) do { \
+	long long t_a_ = (long long)(a), t_b_ = (long long)(b); \
+	if (t_a_ != t_b_) T_FAILED("%s == %s: %lld != %lld", #a, #b, t_a_, t_b_); \
+	} while (0)
+
+#define T_EQ_U(a, b) do { \
+	unsigned long long t_a_ = (unsigned long long)(a), t_b_ = (unsigned long long)(b); \
+	if (t_a_ != t_b_) T_FAILED("%s == %s: %llu != %llu", #a, #b, t_a_, t_b_); \
+	} while (0)
+
+#define T_ERRNO(call, err) do { \
+	errno = 0; long long t_r_ = (long long)(call); int t_e_ = errno; \
+	if (t_r_ != -1 || t_e_ != (err)) \
+		T_FAILED("%s: want -1/%s, got %lld/%s", #call, strerrorname_np(err), t_r_, \
+			 t_e_ ? strerrorname_np(t_e_) : "0"); } while (0)
+
+#define T_OK(call) do { \
+	errno = 0; long long t_r_ = (long long)(call); \
+	if (t_r_ < 0) T_FAILED("%s: %lld (%s)", #call, t_r_, strerror(errno)); } while (0)
+
+/* Assert every field of a result that a test cares about. */
+#define T_RESULT(res, err_, side_, in_, out_) do { \
+	T_EQ((res).error, (err_)); T_EQ((res).side, (side_)); \
+	T_EQ_U((res).in_bytes, (in_)); T_EQ_U((res).out_bytes, (out_)); } while (0)
+
+#define T_SKIP_IF(cond, ...) do { if (cond) { \
+	printf("SKIP: "); printf(__VA_ARGS__); putchar('\n'); exit(T_SKIP); } } while (0)
+
+void t_fail(void) __attribute__((noreturn));
+/* The test's scratch directory (created, removed at exit). */
+const char *t_dir(int argc, char **argv);
+/* A scratch directory on tmpfs (/dev/shm, or a tmpfs mounted for the test). */
+const char *t_tmpfs_dir(void);
+/* A path inside the scratch directory; static storage, rotating. */
+const char *t_path(const char *name);
+
+/* The test byte stream: byte i of stream seed is t_byte(seed, i). */
+uint8_t t_byte(uint32_t seed, uint64_t i);
+void t_gen(uint32_t seed, uint64_t off, void *buf, size_t n);
+/* Create path with size bytes of stream seed; returns an O_RDWR fd. */
+int t_make_file(const char *path, uint64_t size, uint32_t seed);
+/* Read n bytes from fd (at off, or from the position when off < 0) and
+ * check they equal stream seed from stream offset soff; true if equal. */
+bool t_check_fd(int fd, int64_t off, uint64_t n, uint32_t seed, uint64_t soff);
+bool t_check_file(const char *path, uint64_t n, uint32_t seed);
+
+/* Connected pairs: fds[0] and fds[1]. */
+void t_tcp_pair(int fds[2]);
+void t_unix_pair(int fds[2]);
+void t_pipe(int fds[2]);
+/* A pty in raw mode: *master, *slave. */
+void t_pty(int *master, int *slave);
+
+/* A child process writes n bytes of stream seed into fd then closes it;
+ * the caller closes its own copy. Returns the pid. */
+pid_t t_feed(int fd, uint64_t n, uint32_t seed);
+/* A child process reads fd to EOF and checks the bytes are stream seed of
+ * length n; t_wait returns true when the child said so. */
+pid_t t_drain_check(int fd, uint64_t n, uint32_t seed);
+bool t_wait(pid_t pid);
+
+bool t_root(void);
+int64_t t_pos(int fd);
+/* Open /dev/null until EMFILE (lower RLIMIT_NOFILE first); returns how many
+ * were opened. t_unfill_fds closes them. */
+int t_fill_fds(void);
+void t_unfill_fds(void);
+
+#endif
