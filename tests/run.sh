@@ -8,13 +8,22 @@ timeout_s=${PSPLICE_TEST_TIMEOUT:-600}
 dir=$(cd "$build" && pwd)/scratch
 mkdir -p "$dir"
 pass=0 fail=0 skip=0 failed=
+# Compiled tests are build/tests/t_NAME; shell tests are tests/t_NAME.sh and
+# find the CLI in $PSPLICE_BIN.
+PSPLICE_BIN=$(cd "$build" && pwd)/psplice
+export PSPLICE_BIN
+src=$(cd "$(dirname "$0")" && pwd)
 if [ $# -gt 0 ]; then tests=$*; else
-	tests=$(cd "$build/tests" && ls t_* 2>/dev/null | grep -v '\.' )
+	tests="$(cd "$build/tests" && ls t_* 2>/dev/null | grep -v '\.') $(cd "$src" && ls t_*.sh 2>/dev/null)"
 fi
 for t in $tests; do
 	out=$(mktemp)
 	start=$(date +%s%N)
-	timeout -k 10 "$timeout_s" "$build/tests/$t" "$dir" >"$out" 2>&1
+	case $t in
+	*.sh) set -- sh "$src/$t" ;;
+	*) set -- "$build/tests/$t" ;;
+	esac
+	timeout -k 10 "$timeout_s" "$@" "$dir" >"$out" 2>&1
 	rc=$?
 	secs=$(awk -v a="$start" -v b="$(date +%s%N)" 'BEGIN { printf "%.1f", (b - a) / 1e9 }')
 	case $rc in
