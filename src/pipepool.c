@@ -115,8 +115,9 @@ unsigned char *ps__buf(size_t *size)
 {
 	struct ps_tls *t = tls_get();
 
+	/* Page aligned, so that O_DIRECT fds can use it at aligned offsets. */
 	if (!t->buf)
-		t->buf = malloc(PS_BUF_SIZE);
+		t->buf = aligned_alloc(4096, PS_BUF_SIZE);
 	*size = t->buf ? PS_BUF_SIZE : 0;
 	return t->buf;
 }

@@ -166,8 +166,9 @@ static void unguard_sigpipe(struct call *c)
 		return;
 	sigemptyset(&set);
 	sigaddset(&set, SIGPIPE);
-	/* A SIGPIPE the caller already blocked is theirs, as with write(2). */
-	if (c->x.res->error == EPIPE && !sigismember(&c->old_mask, SIGPIPE))
+	/* A SIGPIPE the caller already blocked is theirs, as with write(2).
+	 * Only a failed call can have raised one. */
+	if (c->x.res->error && !sigismember(&c->old_mask, SIGPIPE))
 		while (sigtimedwait(&set, NULL, &zero) == SIGPIPE)
 			;
 	pthread_sigmask(SIG_SETMASK, &c->old_mask, NULL);
