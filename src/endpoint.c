@@ -32,14 +32,37 @@ static int chr_kind(int fd)
 	return tcgetattr(fd, &t) == 0 ? PS_K_TTY : PS_K_CHR;
 }
 
-static int kind_of(int fd, mode_t mode)
+/* Telling a TCP socket from a Unix one, or a tty from another character
+ * device, costs one or two more syscalls; a relay asks about the same fds on
+ * every call. The answer cannot change while the fd names the same inode, and
+ * fstat has just told us which inode it names. */
+struct kind_memo {
+	dev_t dev;
+	ino_t ino;
+	int fd, kind;
+};
+static __thread struct kind_memo memo[64];
+
+static int probed_kind(int fd, const struct stat *st)
 {
-	switch (mode & S_IFMT) {
+	struct kind_memo *m = &memo[(unsigned)fd % 64];
+
+	if (m->fd == fd + 1 && m->dev == st->st_dev && m->ino == st->st_ino)
+		return m->kind;
+	m->kind = S_ISSOCK(st->st_mode) ? socket_kind(fd) : chr_kind(fd);
+	m->fd = fd + 1; /* 0 marks an empty slot */
+	m->dev = st->st_dev;
+	m->ino = st->st_ino;
+	return m->kind;
+}
+
+static int kind_of(int fd, const struct stat *st)
+{
+	switch (st->st_mode & S_IFMT) {
 	case S_IFREG: return PS_K_FILE;
 	case S_IFBLK: return PS_K_BLOCK;
 	case S_IFIFO: return PS_K_PIPE;
-	case S_IFSOCK: return socket_kind(fd);
-	case S_IFCHR: return chr_kind(fd);
+	case S_IFSOCK: case S_IFCHR: return probed_kind(fd, st);
 	case S_IFDIR: return PS_K_DIR;
 	default: return PS_K_OTHER;
 	}
@@ -66,7 +89,7 @@ int ps__classify(int fd, struct ps_endpoint *ep)
 		return -EBADF;
 	*ep = (struct ps_endpoint){ .fd = fd, .flags = fl, .dev = st.st_dev,
 				   .ino = st.st_ino };
-	ep->kind = kind_of(fd, st.st_mode);
+	ep->kind = kind_of(fd, &st);
 	ep->append = fl & O_APPEND;
 	ep->nonblock = fl & O_NONBLOCK;
 	ep->direct = fl & O_DIRECT;
