@@ -86,6 +86,52 @@ const char *psplice_side_name(int side);
 /* "MAJOR.MINOR.PATCH" of the library that is running. */
 const char *psplice_version(void);
 
+/* Range sync. The first three flags have the values of sync_file_range(2)'s
+ * SYNC_FILE_RANGE_*; they start or wait for writeback of a range, which by
+ * itself makes nothing durable: it neither flushes the device's cache nor
+ * writes the metadata needed to find the data. See psplice_sync(3). */
+#define PSPLICE_SYNC_WAIT_BEFORE 1u  /* wait for writeback already under way */
+#define PSPLICE_SYNC_WRITE       2u  /* start writeback of dirty pages */
+#define PSPLICE_SYNC_WAIT_AFTER  4u  /* wait for that writeback to finish */
+#define PSPLICE_SYNC_DATA        8u  /* data durable: the data and the metadata
+                                        needed to read it back (fdatasync class) */
+#define PSPLICE_SYNC_METADATA   16u  /* file durable: all metadata too (fsync class) */
+
+/* What a sync call truly achieved, weakest to strongest. */
+enum psplice_sync_level {
+	PSPLICE_LEVEL_NONE,
+	PSPLICE_LEVEL_SUBMITTED,    /* writeback started */
+	PSPLICE_LEVEL_WRITTEN,      /* handed to the device; may sit in its cache */
+	PSPLICE_LEVEL_DATA_DURABLE, /* fdatasync returned 0 */
+	PSPLICE_LEVEL_FILE_DURABLE  /* fsync returned 0 */
+};
+
+/* sync_file_range(2) semantics on [offset, offset + nbytes); nbytes = 0 means
+ * to end of file. DATA and METADATA apply to the whole file. 0 on success, -1
+ * and errno on error; *achieved (may be NULL) says what truly happened. A
+ * writeback error seen once on an fd is reported by every later call on it. */
+int psplice_sync(int fd, int64_t offset, int64_t nbytes, unsigned int flags,
+		 enum psplice_sync_level *achieved);
+
+/* "none", "submitted", "written", "data-durable", "file-durable"; "?". */
+const char *psplice_sync_level_name(int level);
+
+/* Write-behind for long sequential writers: after each write, tell it what
+ * was written; it starts writeback of each full chunk, waits for the chunk
+ * before it and drops that chunk from the page cache, so dirty memory stays
+ * bounded by a few chunks. */
+struct psplice_wb;
+#define PSPLICE_WB_KEEP_CACHE 1u /* do not drop written chunks from the cache */
+/* chunk 0 means 8 MiB. NULL and errno on error. */
+struct psplice_wb *psplice_wb_new(int fd, size_t chunk, unsigned int flags);
+/* After each write of [offset, offset + len). 0, or -1 and errno (the first
+ * writeback error, reported again by every later call). */
+int psplice_wb_wrote(struct psplice_wb *wb, int64_t offset, size_t len);
+/* Write back what is left, then psplice_sync(fd, 0, 0, sync_flags, achieved)
+ * when sync_flags is not 0; frees wb. 0, or -1 and errno (the first error). */
+int psplice_wb_finish(struct psplice_wb *wb, unsigned int sync_flags,
+		      enum psplice_sync_level *achieved);
+
 #ifdef __cplusplus
 }
 #endif

@@ -86,4 +86,19 @@ static inline int64_t ps_lseek(int fd, int64_t off, int whence)
 	return ps_ret(lseek(fd, off, whence));
 }
 
+static inline int ps_sync_file_range(int fd, int64_t off, int64_t n, unsigned int flags)
+{
+#if __SIZEOF_LONG__ == 8 && defined(__NR_sync_file_range2)
+	/* ARM and PowerPC put flags second, to keep the 64-bit arguments in
+	 * aligned register pairs. */
+	return (int)ps_ret(syscall(__NR_sync_file_range2, fd, flags, off, n));
+#elif __SIZEOF_LONG__ == 8 && defined(__NR_sync_file_range)
+	return (int)ps_ret(syscall(__NR_sync_file_range, fd, off, n, flags));
+#else
+	/* On 32-bit machines each 64-bit argument is split into a register pair
+	 * in an order only the C library's wrapper knows. */
+	return (int)ps_ret(sync_file_range(fd, off, n, flags));
+#endif
+}
+
 #endif
