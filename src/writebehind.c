@@ -14,7 +14,8 @@
 
 struct psplice_wb {
 	int fd, err;
-	int level;                    /* the weakest level a settled chunk reached */
+	int level;                    /* the weakest level a settled chunk reached,
+	                                 -1 before any */
 	unsigned int flags;
 	size_t chunk;
 	int64_t run_start, run_end;   /* written, not yet submitted */
@@ -42,7 +43,7 @@ struct psplice_wb *psplice_wb_new(int fd, size_t chunk, unsigned int flags)
 	wb->fd = fd;
 	wb->flags = flags;
 	wb->chunk = chunk ? chunk : WB_DEFAULT_CHUNK;
-	wb->level = PSPLICE_LEVEL_FILE_DURABLE;
+	wb->level = -1;
 	return wb;
 }
 
@@ -65,7 +66,7 @@ static int settle_prev(struct psplice_wb *wb)
 	if (psplice_sync(wb->fd, wb->prev_start, len, PSPLICE_SYNC_WAIT_BEFORE |
 			 PSPLICE_SYNC_WRITE | PSPLICE_SYNC_WAIT_AFTER, &level) < 0)
 		return -errno;
-	if ((int)level < wb->level)
+	if (wb->level < 0 || (int)level < wb->level)
 		wb->level = (int)level;
 	if (!(wb->flags & PSPLICE_WB_KEEP_CACHE))
 		(void)posix_fadvise(wb->fd, wb->prev_start, len, POSIX_FADV_DONTNEED);
@@ -126,7 +127,7 @@ int psplice_wb_finish(struct psplice_wb *wb, unsigned int sync_flags,
 	if (!wb->err && sync_flags &&
 	    psplice_sync(wb->fd, 0, 0, sync_flags, achieved) < 0)
 		wb->err = errno;
-	else if (!wb->err && !sync_flags && achieved)
+	else if (!wb->err && !sync_flags && achieved && wb->level > 0)
 		*achieved = (enum psplice_sync_level)wb->level;
 	err = wb->err;
 	free(wb);
