@@ -1,0 +1,235 @@
+/* Shared by the subcommands: options, messages, the -v report and the copy
+ * loop around psplice_copy(). */
+#include <errno.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common.h"
+
+void cli_error(int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	fflush(stdout);
+	fputs(CLI_NAME ": ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	if (err)
+		fprintf(stderr, ": %s", strerror(err));
+	fputc('\n', stderr);
+}
+
+const char *cli_quote(const char *name)
+{
+	static char ring[4][4096 + 3];
+	static unsigned int next;
+	char *q = ring[next++ % 4], *p = q;
+
+	*p++ = '\'';
+	/* A control character in a file name must not reach the terminal. */
+	for (; *name && p < q + sizeof(ring[0]) - 2; name++)
+		*p++ = (unsigned char)*name < 0x20 || *name == 0x7f ? '?' : *name;
+	*p++ = '\'';
+	*p = '\0';
+	return q;
+}
+
+void cli_usage_error(const struct cli_cmd *cmd, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (fmt) {
+		fputs(CLI_NAME ": ", stderr);
+		va_start(ap, fmt);
+		vfprintf(stderr, fmt, ap);
+		va_end(ap);
+		fputc('\n', stderr);
+	}
+	if (cmd)
+		fprintf(stderr, "Try '" CLI_NAME " %s --help' for more information.\n",
+			cmd->name);
+	else
+		fputs("Try '" CLI_NAME " --help' for more information.\n", stderr);
+	exit(1);
+}
+
+void cli_help(const struct cli_cmd *cmd)
+{
+	printf("Usage: " CLI_NAME " %s [OPTION]... %s\n%s", cmd->name, cmd->args,
+	       cmd->help);
+	fputs("      --help         display this help and exit\n"
+	      "      --version      output version information and exit\n"
+	      "\nExit status is 0 on success, 1 on any error.\n"
+	      "See psplice(1).\n", stdout);
+	exit(0);
+}
+
+void cli_version(void)
+{
+	printf(CLI_NAME " %s\n", psplice_version());
+	exit(0);
+}
+
+void cli_common_option(const struct cli_cmd *cmd, int c)
+{
+	if (c == CLI_OPT_HELP)
+		cli_help(cmd);
+	if (c == CLI_OPT_VERSION)
+		cli_version();
+	/* getopt_long has already said what was wrong. */
+	cli_usage_error(cmd, NULL);
+}
+
+static void check_stdout(void)
+{
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		cli_error(errno, "write error");
+		_exit(1);
+	}
+}
+
+void cli_check_stdout_at_exit(void)
+{
+	atexit(check_stdout);
+}
+
+/* 1048576 -> "1,048,576" */
+static const char *thousands(uint64_t n, char *buf, size_t size)
+{
+	char digits[24];
+	int len = snprintf(digits, sizeof(digits), "%" PRIu64, n), i;
+	size_t o = 0;
+
+	for (i = 0; i < len && o + 2 < size; i++) {
+		if (i && (len - i) % 3 == 0)
+			buf[o++] = ',';
+		buf[o++] = digits[i];
+	}
+	buf[o] = '\0';
+	return buf;
+}
+
+void cli_report(const char *in, const char *out, const struct cli_copy *c)
+{
+	char num[32];
+
+	fprintf(stderr, CLI_NAME ": %s -> %s: %s byte%s", cli_quote(in), cli_quote(out),
+		thousands(c->bytes, num, sizeof(num)), c->bytes == 1 ? "" : "s");
+	if (c->bytes)
+		fprintf(stderr, " by %s", psplice_method_name(c->method));
+	fputc('\n', stderr);
+}
+
+/* A reader that went away ends psplice as it ends cat: by SIGPIPE, which
+ * the engine kept from us. When our caller ignores SIGPIPE, it is an error
+ * like any other and is reported. */
+static void die_of_sigpipe(void)
+{
+	struct sigaction sa;
+	sigset_t set;
+
+	if (sigaction(SIGPIPE, NULL, &sa) < 0 || sa.sa_handler != SIG_DFL)
+		return;
+	sigemptyset(&set);
+	sigaddset(&set, SIGPIPE);
+	sigprocmask(SIG_UNBLOCK, &set, NULL);
+	raise(SIGPIPE);
+}
+
+void cli_copy_error(const char *in, const char *out, const struct cli_copy *c)
+{
+	switch (c->side) {
+	case PSPLICE_SIDE_IN:
+		cli_error(c->error, "error reading %s", cli_quote(in));
+		break;
+	case PSPLICE_SIDE_OUT:
+		if (c->error == EPIPE)
+			die_of_sigpipe();
+		cli_error(c->error, "error writing %s", cli_quote(out));
+		break;
+	default:
+		cli_error(c->error, "cannot copy %s to %s", cli_quote(in), cli_quote(out));
+	}
+}
+
+static int wait_for(int fd, short events)
+{
+	struct pollfd p = { .fd = fd, .events = events };
+	int r;
+
+	do
+		r = poll(&p, 1, -1);
+	while (r < 0 && errno == EINTR);
+	return r < 0 ? -errno : 0;
+}
+
+/* The engine took these bytes from a non-seekable input and could not
+ * deliver them: they exist nowhere else, so they go out before anything
+ * more is read. */
+static int put_parked(int fd, const unsigned char *p, size_t n, struct cli_copy *c)
+{
+	ssize_t w;
+	int err;
+
+	while (n) {
+		w = write(fd, p, n);
+		if (w >= 0) {
+			p += w;
+			n -= (size_t)w;
+			c->bytes += (uint64_t)w;
+			continue;
+		}
+		err = errno;
+		if (err == EINTR)
+			continue;
+		if (err == EAGAIN && (err = -wait_for(fd, POLLOUT)) == 0)
+			continue;
+		c->error = err;
+		c->side = PSPLICE_SIDE_OUT;
+		return -1;
+	}
+	return 0;
+}
+
+int cli_copy(int fd_in, int fd_out, unsigned int flags, struct cli_copy *c)
+{
+	struct psplice_result r;
+	bool out_blocked;
+	int err;
+
+	*c = (struct cli_copy){ .method = PSPLICE_METHOD_NONE };
+	for (;;) {
+		if (psplice_copy(fd_in, NULL, fd_out, NULL, PSPLICE_TO_EOF, flags, &r) == 0)
+			break;
+		c->bytes += r.out_bytes;
+		if (r.out_bytes)
+			c->method = r.method;
+		/* Only an fd someone else left O_NONBLOCK says EAGAIN here: wait
+		 * for the side the engine names, as a blocking cat would. */
+		if (r.error != EAGAIN) {
+			c->error = r.error;
+			c->side = r.side;
+			return -1;
+		}
+		if (r.parked_len && put_parked(fd_out, r.parked, r.parked_len, c) < 0)
+			return -1;
+		out_blocked = r.side == PSPLICE_SIDE_OUT;
+		err = wait_for(out_blocked ? fd_out : fd_in, out_blocked ? POLLOUT : POLLIN);
+		if (err) {
+			c->error = -err;
+			c->side = r.side;
+			return -1;
+		}
+	}
+	c->bytes += r.out_bytes;
+	if (r.out_bytes)
+		c->method = r.method;
+	return 0;
+}

@@ -1,0 +1,70 @@
+/* What the psplice subcommands share: the command table entry, option
+ * handling, cp/cat-style messages, the -v report and the copy loop. */
+#ifndef CLI_COMMON_H
+#define CLI_COMMON_H
+
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "psplice.h"
+
+#define CLI_NAME "psplice"
+
+/* Long options every subcommand takes, after its own. */
+enum { CLI_OPT_HELP = 0x100, CLI_OPT_VERSION };
+#define CLI_COMMON_LONGOPTS \
+	{ "help", no_argument, NULL, CLI_OPT_HELP }, \
+	{ "version", no_argument, NULL, CLI_OPT_VERSION }, \
+	{ NULL, 0, NULL, 0 }
+
+struct cli_cmd {
+	const char *name;
+	const char *args;     /* the operands, for the usage line */
+	const char *summary;  /* one line, for psplice --help */
+	const char *help;     /* description and options, for psplice NAME --help */
+	int (*main)(const struct cli_cmd *cmd, int argc, char **argv);
+};
+
+extern const struct cli_cmd cli_cmd_cat;
+extern const struct cli_cmd cli_cmd_cp;
+
+/* Handle an option that is not the subcommand's own: --help and --version
+ * exit 0, anything else is a usage error (exit 1). */
+void cli_common_option(const struct cli_cmd *cmd, int c) __attribute__((noreturn));
+void cli_help(const struct cli_cmd *cmd) __attribute__((noreturn));
+void cli_version(void) __attribute__((noreturn));
+/* "psplice: MSG" and the --help hint on stderr; exits 1. */
+void cli_usage_error(const struct cli_cmd *cmd, const char *fmt, ...)
+	__attribute__((noreturn, format(printf, 2, 3)));
+
+/* "psplice: MSG: strerror(err)" on stderr (no ": ..." when err is 0). */
+void cli_error(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* name in single quotes, control characters shown as '?'. Static storage,
+ * a few calls may be live at once. */
+const char *cli_quote(const char *name);
+
+/* One copy from fd_in to fd_out, to end of input. */
+struct cli_copy {
+	uint64_t bytes;  /* delivered to the output */
+	int method;      /* enum psplice_method: the last that moved bytes */
+	int error;       /* 0, or the errno that stopped the copy */
+	int side;        /* enum psplice_side of that error */
+};
+
+/* Copy to end of input with psplice_copy(). An fd that was handed over in
+ * non-blocking mode is waited for with poll() rather than failed, and bytes
+ * the engine parked are delivered first. 0, or -1 with c->error set. */
+int cli_copy(int fd_in, int fd_out, unsigned int flags, struct cli_copy *c);
+
+/* The -v line: "psplice: 'a' -> 'b': 1,048,576 bytes by copy_file_range". */
+void cli_report(const char *in, const char *out, const struct cli_copy *c);
+/* The error of a failed copy, told by side: "error reading 'a': ...",
+ * "error writing 'b': ...", or "cannot copy 'a' to 'b': ...". */
+void cli_copy_error(const char *in, const char *out, const struct cli_copy *c);
+
+/* Register the check that standard output was written (for --help and
+ * --version into a full disk or a closed pipe). */
+void cli_check_stdout_at_exit(void);
+
+#endif

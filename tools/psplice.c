@@ -1,0 +1,65 @@
+/* psplice: the command line. Finds the subcommand and hands it the rest of
+ * the arguments; each subcommand lives in its own tools/cmd_NAME.c. */
+#include <stdio.h>
+#include <string.h>
+
+#include "common.h"
+
+/* A new subcommand is one more line here and one more file. */
+static const struct cli_cmd *const commands[] = {
+	&cli_cmd_cat,
+	&cli_cmd_cp,
+};
+
+#define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+static void help(void)
+{
+	size_t i;
+
+	printf("Usage: " CLI_NAME " COMMAND [OPTION]... [ARG]...\n"
+	       "Move bytes between files, pipes, sockets and devices with the least\n"
+	       "copying Linux allows (reflink, copy_file_range, sendfile, splice).\n"
+	       "\nCommands:\n");
+	for (i = 0; i < N_COMMANDS; i++)
+		printf("  %-6s %s\n", commands[i]->name, commands[i]->summary);
+	printf("\nOptions:\n"
+	       "      --help     display this help and exit\n"
+	       "      --version  output version information and exit\n"
+	       "\nRun '" CLI_NAME " COMMAND --help' for the options of a command.\n"
+	       "Exit status is 0 on success, 1 on any error. See psplice(1).\n");
+}
+
+static const struct cli_cmd *find(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < N_COMMANDS; i++)
+		if (!strcmp(commands[i]->name, name))
+			return commands[i];
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	const struct cli_cmd *cmd;
+
+	cli_check_stdout_at_exit();
+	if (argc < 2)
+		cli_usage_error(NULL, "missing command");
+	if (!strcmp(argv[1], "--help")) {
+		help();
+		return 0;
+	}
+	if (!strcmp(argv[1], "--version"))
+		cli_version();
+	if (argv[1][0] == '-')
+		cli_usage_error(NULL, "unrecognized option %s", cli_quote(argv[1]));
+	cmd = find(argv[1]);
+	if (!cmd)
+		cli_usage_error(NULL, "unknown command %s", cli_quote(argv[1]));
+	/* getopt_long names argv[0] in its messages; make them read
+	 * "psplice: invalid option", like every other message. */
+	argv[1] = (char *)CLI_NAME;
+	return cmd->main(cmd, argc - 1, argv + 1);
+}
