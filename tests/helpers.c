@@ -2,6 +2,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <pty.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
@@ -326,4 +327,100 @@ void t_unfill_fds(void)
 {
 	while (nfilled > 0)
 		close(filled[--nfilled]);
+}
+
+void t_fill_fd(int fd, uint64_t n, uint32_t seed)
+{
+	static uint8_t buf[1 << 16];
+	uint64_t done = 0;
+	ssize_t w;
+
+	while (done < n) {
+		size_t k = n - done < sizeof(buf) ? (size_t)(n - done) : sizeof(buf);
+
+		t_gen(seed, done, buf, k);
+		w = write(fd, buf, k);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			fprintf(stderr, "fill: %s\n", w < 0 ? strerror(errno) : "0");
+			exit(T_FAIL);
+		}
+		done += (uint64_t)w;
+	}
+}
+
+uint64_t t_fill_full(int fd, uint32_t seed)
+{
+	static uint8_t buf[1 << 16];
+	uint64_t done = 0;
+	ssize_t w;
+
+	while (done < (1ull << 30)) {
+		t_gen(seed, done, buf, sizeof(buf));
+		w = write(fd, buf, sizeof(buf));
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0 && errno == EAGAIN)
+			return done;
+		if (w <= 0) {
+			fprintf(stderr, "fill: %s\n", w < 0 ? strerror(errno) : "0");
+			exit(T_FAIL);
+		}
+		done += (uint64_t)w;
+	}
+	fprintf(stderr, "fill: fd %d never filled\n", fd);
+	exit(T_FAIL);
+}
+
+bool t_check_buf(const void *buf, size_t n, uint32_t seed, uint64_t soff)
+{
+	const uint8_t *b = buf;
+
+	for (size_t i = 0; i < n; i++)
+		if (b[i] != t_byte(seed, soff + i)) {
+			fprintf(stderr, "check: byte %zu of %zu differs\n", i, n);
+			return false;
+		}
+	return true;
+}
+
+static char mounted[4][4200];
+static int nmounted;
+static pid_t mount_owner;
+
+static void unmount_all(void)
+{
+	if (getpid() != mount_owner)
+		return;
+	while (nmounted > 0)
+		umount2(mounted[--nmounted], MNT_DETACH);
+}
+
+const char *t_mount_tmpfs(const char *name, const char *size)
+{
+	char opts[64];
+	char *dir;
+
+	if (!scratch[0] || nmounted == 4) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (!mount_owner) {
+		/* In a namespace of its own, a test killed before its exit
+		 * handlers run leaves no mount behind. */
+		if (unshare(CLONE_NEWNS) == 0)
+			(void)mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL);
+		mount_owner = getpid();
+		atexit(unmount_all); /* runs before the scratch dir is removed */
+	}
+	dir = mounted[nmounted];
+	snprintf(dir, sizeof(mounted[0]), "%s/%s", scratch, name);
+	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+		return NULL;
+	snprintf(opts, sizeof(opts), "size=%s,mode=0755", size);
+	if (mount("tmpfs", dir, "tmpfs", 0, opts) < 0)
+		return NULL;
+	nmounted++;
+	return dir;
 }

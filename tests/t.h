@@ -93,4 +93,17 @@ int64_t t_pos(int fd);
 int t_fill_fds(void);
 void t_unfill_fds(void);
 
+/* Write n bytes of stream seed (from stream offset 0) into fd from this
+ * process; fd must have room for them (a pipe or socket buffer). */
+void t_fill_fd(int fd, uint64_t n, uint32_t seed);
+/* Write stream seed into the non-blocking fd until it would block (at most
+ * 1 GiB); returns how many bytes went in. */
+uint64_t t_fill_full(int fd, uint32_t seed);
+/* True if buf holds n bytes of stream seed from stream offset soff. */
+bool t_check_buf(const void *buf, size_t n, uint32_t seed, uint64_t soff);
+/* Mount a tmpfs with the mount option size=SIZE (e.g. "1m") on a new
+ * directory NAME in the scratch directory, in a mount namespace of this
+ * test's own; unmounted at exit. NULL and errno when it cannot. */
+const char *t_mount_tmpfs(const char *name, const char *size);
+
 #endif
