@@ -1,17 +1,24 @@
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <pty.h>
 #include <sched.h>
 #include <signal.h>
+#include <stddef.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/vfs.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <unistd.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
 #include <linux/magic.h>
+#include <linux/seccomp.h>
 
 #include "t.h"
 
@@ -423,4 +430,86 @@ const char *t_mount_tmpfs(const char *name, const char *size)
 		return NULL;
 	nmounted++;
 	return dir;
+}
+
+int t_seccomp_errno(long nr, int err, int argi, uint64_t argval)
+{
+#if defined(__x86_64__)
+	const uint32_t arch = AUDIT_ARCH_X86_64;
+#elif defined(__aarch64__)
+	const uint32_t arch = AUDIT_ARCH_AARCH64;
+#else
+	const uint32_t arch = 0;
+#endif
+	const uint32_t nr_at = offsetof(struct seccomp_data, nr);
+	const uint32_t arg_at = offsetof(struct seccomp_data, args) + 8u * (uint32_t)(argi < 0 ? 0 : argi);
+	/* Arguments are compared as two 32-bit halves, low half first on
+	 * the little-endian machines we build for. */
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, arch, 1, 0),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, nr_at),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)nr, 0, 5),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, arg_at),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)argval, 0, 3),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, arg_at + 4),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)(argval >> 32), 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ((uint32_t)err & SECCOMP_RET_DATA)),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = { .len = sizeof(f) / sizeof(f[0]), .filter = f };
+
+	if (!arch) {
+		errno = ENOSYS;
+		return -1;
+	}
+	/* Without an argument test, jump straight from the number match to
+	 * the errno return. */
+	if (argi < 0)
+		f[4].jf = 1, f[5] = f[9], f[6] = f[10], prog.len = 7;
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		return -1;
+	return (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog);
+}
+
+int t_child(void (*fn)(void *), void *arg)
+{
+	pid_t pid;
+	int st;
+
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0) {
+		perror("fork");
+		return T_FAIL;
+	}
+	if (pid == 0) {
+		fn(arg);
+		exit(T_PASS);
+	}
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR)
+			return T_FAIL;
+	if (WIFSIGNALED(st)) {
+		fprintf(stderr, "child killed by signal %d (%s)\n", WTERMSIG(st),
+			strsignal(WTERMSIG(st)));
+		return T_FAIL;
+	}
+	return WEXITSTATUS(st);
+}
+
+int t_count_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d)))
+		if (e->d_name[0] != '.')
+			n++;
+	closedir(d);
+	return n - 1; /* the directory's own fd */
 }

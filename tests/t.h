@@ -106,4 +106,14 @@ bool t_check_buf(const void *buf, size_t n, uint32_t seed, uint64_t soff);
  * test's own; unmounted at exit. NULL and errno when it cannot. */
 const char *t_mount_tmpfs(const char *name, const char *size);
 
+/* In the calling process (fork first: it cannot be undone), make syscall nr
+ * fail with err: every call, or when argi >= 0 only the calls whose argument
+ * argi equals argval. Filters stack. 0, or -1 and errno. */
+int t_seccomp_errno(long nr, int err, int argi, uint64_t argval);
+/* Run fn(arg) in a forked child and return its exit status (T_PASS, T_FAIL,
+ * T_SKIP); a child killed by a signal is reported and counts as T_FAIL. */
+int t_child(void (*fn)(void *), void *arg);
+/* The number of open fds of this process (entries of /proc/self/fd). */
+int t_count_fds(void);
+
 #endif
