@@ -1,6 +1,7 @@
 /* The planner: check the arguments, classify both fds, pick the ordered list
  * of paths for the pair, run them, account the bytes and attribute errors. */
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <string.h>
 #include <time.h>
@@ -197,10 +198,39 @@ static void none_applied(struct call *c)
  * apply. progress[i] says whether path i has moved bytes in this call:
  * a "fall back" errno from it afterwards is a hard error, since the failed
  * call may have moved bytes before it failed. */
+static bool unready(const struct ps_endpoint *ep, short events)
+{
+	struct pollfd p = { .fd = ep->fd, .events = events };
+
+	if (ep->nonblock || ep->seekable || ep->kind == PS_K_PIPE)
+		return false;
+	return poll(&p, 1, 0) == 0;
+}
+
+/* sendfile(2) takes no flags, and SPLICE_F_NONBLOCK does not reach a socket,
+ * tty or device on the other side of splice(2): with PSPLICE_F_NONBLOCK such
+ * an fd left blocking is polled, with a zero timeout, before any byte moves.
+ * Ready means some room, so a large write into it may still wait. */
+static int nonblock_side(const struct call *c)
+{
+	if (!(c->x.flags & PSPLICE_F_NONBLOCK))
+		return PSPLICE_SIDE_NONE;
+	if (unready(&c->in, POLLIN))
+		return PSPLICE_SIDE_IN;
+	if (unready(&c->out, POLLOUT))
+		return PSPLICE_SIDE_OUT;
+	return PSPLICE_SIDE_NONE;
+}
+
 static void step(struct call *c, int *at, bool *progress)
 {
 	uint64_t before = c->x.res->out_bytes;
+	int side = nonblock_side(c);
 
+	if (side != PSPLICE_SIDE_NONE) {
+		ps__fail(&c->x, EAGAIN, side);
+		return;
+	}
 	for (; *at < c->plan.n; (*at)++) {
 		if (run_path(c, c->plan.method[*at]) != PS_NEXT) {
 			if (c->x.res->out_bytes > before)
