@@ -194,10 +194,6 @@ static void none_applied(struct call *c)
 	ps__fail(&c->x, err, PSPLICE_SIDE_NONE);
 }
 
-/* One step, starting at plan index *at; moves *at past paths that did not
- * apply. progress[i] says whether path i has moved bytes in this call:
- * a "fall back" errno from it afterwards is a hard error, since the failed
- * call may have moved bytes before it failed. */
 static bool unready(const struct ps_endpoint *ep, short events)
 {
 	struct pollfd p = { .fd = ep->fd, .events = events };
@@ -222,6 +218,10 @@ static int nonblock_side(const struct call *c)
 	return PSPLICE_SIDE_NONE;
 }
 
+/* One step, starting at plan index *at; moves *at past paths that did not
+ * apply. progress[i] says whether path i has moved bytes in this call:
+ * a "fall back" errno from it afterwards is a hard error, since the failed
+ * call may have moved bytes before it failed. */
 static void step(struct call *c, int *at, bool *progress)
 {
 	uint64_t before = c->x.res->out_bytes;
