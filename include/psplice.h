@@ -11,6 +11,12 @@
 extern "C" {
 #endif
 
+/* The library is built with -fvisibility=hidden: what this header declares
+ * is what it exports (the version script names the same symbols). */
+#ifdef __GNUC__
+#pragma GCC visibility push(default)
+#endif
+
 #define PSPLICE_VERSION_MAJOR 0
 #define PSPLICE_VERSION_MINOR 1
 #define PSPLICE_VERSION_PATCH 0
@@ -131,6 +137,10 @@ int psplice_wb_wrote(struct psplice_wb *wb, int64_t offset, size_t len);
  * when sync_flags is not 0; frees wb. 0, or -1 and errno (the first error). */
 int psplice_wb_finish(struct psplice_wb *wb, unsigned int sync_flags,
 		      enum psplice_sync_level *achieved);
+
+#ifdef __GNUC__
+#pragma GCC visibility pop
+#endif
 
 #ifdef __cplusplus
 }
