@@ -1,0 +1,234 @@
+#!/bin/sh
+# The psplice command line: cat and cp copy the right bytes, say the kernel
+# path with -v, report errors in cp/cat style with the right exit status,
+# and handle options like coreutils. $1 is the scratch directory, the CLI is
+# $PSPLICE_BIN. Silent on pass.
+# Failures name the line; dash has no $LINENO, bash (always on Debian) has.
+[ -z "${BASH_VERSION:-}" ] && command -v bash >/dev/null && exec bash "$0" "$@"
+set -u
+[ -n "${BASH_VERSION:-}" ] || LINENO=?
+P=${PSPLICE_BIN:?PSPLICE_BIN is not set}
+[ -x "$P" ] || { echo "t_cli: $P is not built" >&2; exit 1; }
+d=$(mktemp -d "${1:-/tmp}/t_cli.XXXXXX") || exit 1
+trap 'rm -rf "$d"' EXIT
+trap 'exit 1' INT TERM
+cd "$d" || exit 1
+umask 022
+
+fail() { echo "t_cli: line $1: $2" >&2; exit 1; }
+# is LINE WANT GOT
+is() { [ "$3" = "$2" ] || fail "$1" "want '$2', got '$3'"; }
+# rc_is LINE WANT: the exit status of the last command, kept in $rc
+rc_is() { [ "$rc" -eq "$2" ] || fail "$1" "exit status $rc, want $2 ($(cat err 2>/dev/null))"; }
+# err_is LINE TEXT...: standard error was exactly these lines
+err_is() {
+	l=$1; shift
+	if [ $# -eq 0 ]; then : >want; else printf '%s\n' "$@" >want; fi
+	cmp -s want err || fail "$l" "stderr: want '$(cat want)', got '$(cat err)'"
+}
+same() { cmp -s "$2" "$3" || fail "$1" "$2 and $3 differ"; }
+methods='(clone|copy_file_range|sendfile|splice|splice_pipe|readwrite)'
+
+head -c 1048576 /dev/urandom >a
+head -c 70001 /dev/urandom >b
+head -c 4095 /dev/urandom >c
+: >empty
+mkdir dir
+
+# --- cat ---------------------------------------------------------------
+"$P" cat a >o 2>err; rc=$?
+rc_is $LINENO 0; same $LINENO a o; err_is $LINENO
+
+"$P" cat <a >o 2>err; rc=$?
+rc_is $LINENO 0; same $LINENO a o
+
+"$P" cat - <b >o 2>err; rc=$?
+rc_is $LINENO 0; same $LINENO b o
+
+# several files, standard input among them, in order
+cat a b a >want.abcab 2>/dev/null; cat c >>want.abcab; cat b >>want.abcab
+"$P" cat a b a - b <c >o 2>err; rc=$?
+rc_is $LINENO 0; same $LINENO want.abcab o
+
+"$P" cat empty <empty >o 2>err; rc=$?
+rc_is $LINENO 0; is $LINENO 0 "$(wc -c <o)"
+
+# a missing file is reported, the next one is still copied
+cat a b >want.ab
+"$P" cat a nope b >o 2>err; rc=$?
+rc_is $LINENO 1; same $LINENO want.ab o
+err_is $LINENO "psplice: cannot open 'nope': No such file or directory"
+
+# a read error (a directory) is attributed to the input; cat goes on
+"$P" cat a dir b >o 2>err; rc=$?
+rc_is $LINENO 1; same $LINENO want.ab o
+err_is $LINENO "psplice: error reading 'dir': Is a directory"
+
+# into a pipe: spliced; into a file: copied in the kernel
+"$P" cat -v a 2>err | cat >o
+same $LINENO a o
+err_is $LINENO "psplice: 'a' -> 'standard output': 1,048,576 bytes by splice"
+"$P" cat -v a >o 2>err; rc=$?
+rc_is $LINENO 0; same $LINENO a o
+grep -Eqx "psplice: 'a' -> 'standard output': 1,048,576 bytes by $methods" err ||
+	fail $LINENO "-v line: $(cat err)"
+# and out of a pipe into a file, and through two psplice cats
+cat b | "$P" cat -v >o 2>err; rc=$?
+rc_is $LINENO 0; same $LINENO b o
+err_is $LINENO "psplice: 'standard input' -> 'standard output': 70,001 bytes by splice"
+"$P" cat a | "$P" cat >o 2>err
+same $LINENO a o
+"$P" cat -v empty >o 2>err; rc=$?
+rc_is $LINENO 0
+err_is $LINENO "psplice: 'empty' -> 'standard output': 0 bytes"
+
+# a write error ends cat: one message, not one per file
+"$P" cat a b >/dev/full 2>err; rc=$?
+rc_is $LINENO 1
+err_is $LINENO "psplice: error writing 'standard output': No space left on device"
+
+# a file that is also standard output is refused, not grown forever
+cp a self
+"$P" cat self >>self 2>err; rc=$?
+rc_is $LINENO 1; same $LINENO a self
+err_is $LINENO "psplice: 'self': input file is output file"
+
+# a reader that goes away ends cat silently, by SIGPIPE, as cat(1)
+{ "$P" cat a a a a 2>err; echo $? >rc.out; } | head -c 1 >/dev/null
+rc=$(cat rc.out)
+rc_is $LINENO 141; err_is $LINENO
+# unless SIGPIPE is ignored: then it is a write error like any other
+{ trap '' PIPE; "$P" cat a a a a 2>err; echo $? >rc.out; } | head -c 1 >/dev/null
+rc=$(cat rc.out)
+rc_is $LINENO 1
+err_is $LINENO "psplice: error writing 'standard output': Broken pipe"
+
+# --- cp ----------------------------------------------------------------
+"$P" cp a a2 2>err; rc=$?
+rc_is $LINENO 0; same $LINENO a a2; err_is $LINENO
+"$P" cp -v a a3 2>err; rc=$?
+rc_is $LINENO 0; same $LINENO a a3
+grep -Eqx "psplice: 'a' -> 'a3': 1,048,576 bytes by $methods" err ||
+	fail $LINENO "-v line: $(cat err)"
+
+# into a directory, under the source's name, with or without the slash
+"$P" cp -v b dir 2>err; rc=$?
+rc_is $LINENO 0; same $LINENO b dir/b
+grep -Eqx "psplice: 'b' -> 'dir/b': 70,001 bytes by $methods" err ||
+	fail $LINENO "-v line: $(cat err)"
+"$P" cp "$d/c" dir/ 2>err; rc=$?
+rc_is $LINENO 0; same $LINENO c dir/c
+
+# a new file gets the source's mode (less the umask); an existing one
+# keeps its own, and is truncated
+chmod 640 c; "$P" cp c m640; is $LINENO 640 "$(stat -c %a m640)"
+chmod 755 c; "$P" cp c m755; is $LINENO 755 "$(stat -c %a m755)"
+chmod 666 c; (umask 077; "$P" cp c m600); is $LINENO 600 "$(stat -c %a m600)"
+cp a old; chmod 604 old
+"$P" cp b old 2>err; rc=$?
+rc_is $LINENO 0; same $LINENO b old; is $LINENO 604 "$(stat -c %a old)"
+
+# from a pipe (not a regular file)
+cat b | "$P" cp -v /dev/stdin fromstdin 2>err; rc=$?
+rc_is $LINENO 0; same $LINENO b fromstdin
+grep -Eqx "psplice: '/dev/stdin' -> 'fromstdin': 70,001 bytes by $methods" err ||
+	fail $LINENO "-v line: $(cat err)"
+
+# a file onto itself, by name, through a directory, a hard or a soft link
+cp a keep
+"$P" cp a a 2>err; rc=$?
+rc_is $LINENO 1; same $LINENO keep a
+err_is $LINENO "psplice: 'a' and 'a' are the same file"
+"$P" cp a . 2>err; rc=$?
+rc_is $LINENO 1; same $LINENO keep a
+err_is $LINENO "psplice: 'a' and './a' are the same file"
+ln a hard; ln -s a soft
+"$P" cp hard a 2>err; rc=$?
+rc_is $LINENO 1; same $LINENO keep a
+err_is $LINENO "psplice: 'hard' and 'a' are the same file"
+"$P" cp a soft 2>err; rc=$?
+rc_is $LINENO 1; same $LINENO keep a
+err_is $LINENO "psplice: 'a' and 'soft' are the same file"
+
+# a missing source, a directory source: nothing is created
+"$P" cp nope x 2>err; rc=$?
+rc_is $LINENO 1; [ ! -e x ] || fail $LINENO "x was created"
+err_is $LINENO "psplice: cannot open 'nope': No such file or directory"
+"$P" cp dir x 2>err; rc=$?
+rc_is $LINENO 1; [ ! -e x ] || fail $LINENO "x was created"
+err_is $LINENO "psplice: -r not specified; omitting directory 'dir'"
+
+# a destination that cannot be created or written
+"$P" cp a nodir/x 2>err; rc=$?
+rc_is $LINENO 1
+err_is $LINENO "psplice: cannot create regular file 'nodir/x': No such file or directory"
+mkdir -p dir/a
+"$P" cp a dir 2>err; rc=$?
+rc_is $LINENO 1
+err_is $LINENO "psplice: cannot overwrite directory 'dir/a' with non-directory"
+"$P" cp a /dev/full 2>err; rc=$?
+rc_is $LINENO 1
+err_is $LINENO "psplice: error writing '/dev/full': No space left on device"
+
+# operands
+"$P" cp 2>err; rc=$?
+rc_is $LINENO 1
+err_is $LINENO "psplice: missing file operand" \
+	"Try 'psplice cp --help' for more information."
+"$P" cp a 2>err; rc=$?
+rc_is $LINENO 1
+err_is $LINENO "psplice: missing destination file operand after 'a'" \
+	"Try 'psplice cp --help' for more information."
+"$P" cp a b c 2>err; rc=$?
+rc_is $LINENO 1
+err_is $LINENO "psplice: extra operand 'c'" "Try 'psplice cp --help' for more information."
+
+# --- options -----------------------------------------------------------
+version=$(sed -n 's/^#define PSPLICE_VERSION_[A-Z]* //p' \
+	"$(dirname "$0")/../include/psplice.h" | paste -sd.)
+for cmd in "" cat cp; do
+	# shellcheck disable=SC2086 # $cmd is empty or one word
+	"$P" $cmd --help >out 2>err; rc=$?
+	rc_is $LINENO 0; err_is $LINENO
+	grep -q "^Usage: psplice ${cmd:-COMMAND} " out || fail $LINENO "$cmd --help: $(head -1 out)"
+	# shellcheck disable=SC2086
+	"$P" $cmd --version >out 2>err; rc=$?
+	rc_is $LINENO 0; err_is $LINENO
+	is $LINENO "psplice $version" "$(cat out)"
+done
+"$P" --help | grep -q '^  cat ' || fail $LINENO "psplice --help does not list cat"
+"$P" --help | grep -q '^  cp ' || fail $LINENO "psplice --help does not list cp"
+"$P" cat --help | grep -q -- '-v, --verbose' || fail $LINENO "cat --help has no -v"
+
+"$P" cat --bogus a >out 2>err; rc=$?
+rc_is $LINENO 1; is $LINENO 0 "$(wc -c <out)"
+err_is $LINENO "psplice: unrecognized option '--bogus'" \
+	"Try 'psplice cat --help' for more information."
+"$P" cp -x a b 2>err; rc=$?
+rc_is $LINENO 1; [ ! -e b.x ] || fail $LINENO "copied anyway"
+err_is $LINENO "psplice: invalid option -- 'x'" \
+	"Try 'psplice cp --help' for more information."
+"$P" 2>err; rc=$?
+rc_is $LINENO 1
+err_is $LINENO "psplice: missing command" "Try 'psplice --help' for more information."
+"$P" frobnicate 2>err; rc=$?
+rc_is $LINENO 1
+err_is $LINENO "psplice: unknown command 'frobnicate'" \
+	"Try 'psplice --help' for more information."
+"$P" --bogus 2>err; rc=$?
+rc_is $LINENO 1
+err_is $LINENO "psplice: unrecognized option '--bogus'" \
+	"Try 'psplice --help' for more information."
+
+# options after operands, and -- before a file named like an option
+cp b ./-v
+"$P" cat a -v 2>err >o; rc=$?
+rc_is $LINENO 0; same $LINENO a o; [ -s err ] || fail $LINENO "-v after a file ignored"
+"$P" cat -- -v >o 2>err; rc=$?
+rc_is $LINENO 0; same $LINENO b o; err_is $LINENO
+
+# --help into a full disk is an error, as in coreutils
+"$P" cp --help >/dev/full 2>err; rc=$?
+rc_is $LINENO 1
+err_is $LINENO "psplice: write error: No space left on device"
+exit 0
