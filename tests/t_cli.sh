@@ -9,7 +9,7 @@ set -u
 [ -n "${BASH_VERSION:-}" ] || LINENO=?
 P=${PSPLICE_BIN:?PSPLICE_BIN is not set}
 [ -x "$P" ] || { echo "t_cli: $P is not built" >&2; exit 1; }
-d=$(mktemp -d "${1:-/tmp}/t_cli.XXXXXX") || exit 1
+d=$(mktemp -d "${1:-/tmp}/t_cli.XXXXXX") && d=$(cd "$d" && pwd) || exit 1
 trap 'rm -rf "$d"' EXIT
 trap 'exit 1' INT TERM
 cd "$d" || exit 1
