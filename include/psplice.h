@@ -66,7 +66,10 @@ struct psplice_result {
  * positional (the file position is untouched) and is advanced by the bytes
  * delivered. When bytes were taken from a non-seekable fd_in and could not be
  * delivered, the call returns -1 even if some bytes were delivered: see
- * psplice_last() for the counts and the parked bytes. */
+ * psplice_last() for the counts and the parked bytes. An output whose reader
+ * is gone (a pipe without readers, a socket whose peer closed or reset the
+ * connection) fails with EPIPE on the output side, and no SIGPIPE the call
+ * raised reaches the caller or stays pending, even if SIGPIPE is blocked. */
 ssize_t psplice(int fd_in, int64_t *off_in, int fd_out, int64_t *off_out,
 		size_t len, unsigned int flags);
 

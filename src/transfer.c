@@ -25,7 +25,7 @@ struct call {
 	struct ps_xfer x;
 	struct plan plan;
 	sigset_t old_mask;
-	bool masked;
+	bool masked, pipe_pending; /* SIGPIPE pending before the call */
 };
 
 static const ps_path_fn path_of[] = {
@@ -156,6 +156,7 @@ static void guard_sigpipe(struct call *c)
 	sigemptyset(&set);
 	sigaddset(&set, SIGPIPE);
 	pthread_sigmask(SIG_BLOCK, &set, &c->old_mask);
+	c->pipe_pending = sigpending(&set) == 0 && sigismember(&set, SIGPIPE);
 }
 
 static void unguard_sigpipe(struct call *c)
@@ -167,9 +168,11 @@ static void unguard_sigpipe(struct call *c)
 		return;
 	sigemptyset(&set);
 	sigaddset(&set, SIGPIPE);
-	/* A SIGPIPE the caller already blocked is theirs, as with write(2).
-	 * Only a failed call can have raised one. */
-	if (c->x.res->error && !sigismember(&c->old_mask, SIGPIPE))
+	/* A SIGPIPE pending before the call is the caller's. One the call
+	 * raised is taken back even when the caller blocks SIGPIPE: it would
+	 * be delivered the moment the caller unblocks it. Only a failed call
+	 * can have raised one. */
+	if (c->x.res->error && !c->pipe_pending)
 		while (sigtimedwait(&set, NULL, &zero) == SIGPIPE)
 			;
 	pthread_sigmask(SIG_SETMASK, &c->old_mask, NULL);

@@ -11,6 +11,12 @@
 
 void ps__fail(struct ps_xfer *x, int err, int side)
 {
+	/* A peer that reset the connection is as gone as one that closed it.
+	 * The kernel says ECONNRESET only to the first call that meets the
+	 * reset, and sendfile or splice swallow it when they had moved bytes
+	 * before; which of the two a caller saw would depend on the path. */
+	if (err == ECONNRESET && side == PSPLICE_SIDE_OUT)
+		err = EPIPE;
 	if (!x->res->error) {
 		x->res->error = err;
 		x->res->side = side;
