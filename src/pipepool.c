@@ -67,11 +67,20 @@ static int pipe_new(struct ps_pipe *p)
 {
 	int fds[2], sz;
 
-	/* Non-blocking so that draining a pipe never waits. */
-	if (pipe2(fds, O_CLOEXEC | O_NONBLOCK) < 0)
+	/* Only the read end is non-blocking, so that draining a pipe never
+	 * waits. splice(2) into a pipe whose write end is O_NONBLOCK acts as
+	 * SPLICE_F_NONBLOCK, and a Unix socket input then says EAGAIN instead
+	 * of waiting for data the caller asked to wait for. */
+	if (pipe2(fds, O_CLOEXEC) < 0)
 		return -errno;
 	p->r = fds[0];
 	p->w = fds[1];
+	if (fcntl(p->r, F_SETFL, O_NONBLOCK) < 0) {
+		sz = -errno;
+		close(p->r);
+		close(p->w);
+		return sz;
+	}
 	/* EPERM past pipe-user-pages-soft is not an error: keep the default. */
 	sz = fcntl(p->w, F_SETPIPE_SZ, PS_PIPE_SIZE);
 	if (sz < 0)
