@@ -3,7 +3,6 @@
  * again through read/write only. Each case checks the bytes, the method, the
  * result's counts and the file positions and offsets. */
 #include <fcntl.h>
-#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -36,10 +35,13 @@ static const char *const off_name[] = {
 static const struct row {
 	int src, dst, method[OFF_N];
 } table[] = {
+	/* Neither ext4 nor tmpfs has a copy_file_range of its own: within one
+	 * filesystem the kernel splices page cache to page cache. */
 	{ S_EXT4,  D_EXT4,  { CFR, CFR, CFR, CFR } },
-	/* copy_file_range(2) answers EXDEV between two filesystem types;
-	 * sendfile(2) then works, but writes only at the output's file
-	 * position, so an output offset leaves splice through a pipe. */
+	/* Across two filesystems (either way) copy_file_range(2) answers
+	 * EXDEV; sendfile(2) then works, but writes only at the output's file
+	 * position, so an output offset leaves splice through the internal
+	 * pipe. */
 	{ S_EXT4,  D_TMPFS, { SF,  SF,  SPP, SPP } },
 	{ S_EXT4,  D_PIPE,  { SP,  SP,  NA,  NA } },
 	{ S_EXT4,  D_TCP,   { SF,  SF,  NA,  NA } },
@@ -47,8 +49,6 @@ static const struct row {
 	{ S_EXT4,  D_NULL,  { SF,  SF,  NA,  NA } },
 	{ S_EXT4,  D_PTY,   { SF,  SF,  NA,  NA } },
 	{ S_TMPFS, D_EXT4,  { SF,  SF,  SPP, SPP } },
-	/* tmpfs has no copy_file_range of its own; within one superblock the
-	 * kernel copies through its page cache splice, so the call works. */
 	{ S_TMPFS, D_TMPFS, { CFR, CFR, CFR, CFR } },
 	{ S_TMPFS, D_PIPE,  { SP,  SP,  NA,  NA } },
 	{ S_TMPFS, D_TCP,   { SF,  SF,  NA,  NA } },
@@ -132,8 +132,8 @@ struct end {
 };
 
 static uint8_t *stream, *zeros;
-static const char *tmpfs;
-static char src_paths[S_PTY][2][4200];
+static const char *scratch, *tmpfs;
+static char src_paths[S_TMPFS + 1][2][4200];
 static char current[256];
 
 static void say_case(void)
@@ -569,7 +569,7 @@ static void make_sources(uint64_t n)
 {
 	for (int s = S_EXT4; s <= S_TMPFS; s++)
 		for (int k = 0; k < 2; k++) {
-			const char *dir = s == S_EXT4 ? t_dir(0, NULL) : tmpfs;
+			const char *dir = s == S_EXT4 ? scratch : tmpfs;
 
 			snprintf(src_paths[s][k], sizeof(src_paths[s][k]), "%s/src%d", dir, k);
 			close(t_make_file(src_paths[s][k], n + (k ? K_IN : 0), SEED));
@@ -578,7 +578,7 @@ static void make_sources(uint64_t n)
 
 int main(int argc, char **argv)
 {
-	t_dir(argc, argv);
+	scratch = t_dir(argc, argv);
 	tmpfs = t_tmpfs_dir();
 	T_ASSERT(tmpfs != NULL);
 	atexit(say_case);
