@@ -69,13 +69,33 @@ static bool overlaps(const struct call *c, uint64_t len)
 	    c->in.dev != c->out.dev || c->in.ino != c->out.ino)
 		return false;
 	si = c->x.off_in ? *c->x.off_in : ps_lseek(c->in.fd, 0, SEEK_CUR);
-	so = c->x.off_out ? *c->x.off_out : ps_lseek(c->out.fd, 0, SEEK_CUR);
+	/* O_APPEND writes at the end of file, whatever the position says. */
+	if (c->out.append)
+		so = c->out.size;
+	else
+		so = c->x.off_out ? *c->x.off_out : ps_lseek(c->out.fd, 0, SEEK_CUR);
 	if (si < 0 || so < 0 || si >= c->in.size)
 		return false;
 	n = (uint64_t)(c->in.size - si);
 	if (len < n)
 		n = len;
 	return (uint64_t)si < (uint64_t)so + n && (uint64_t)so < (uint64_t)si + n;
+}
+
+/* A loop copying a file onto its own end would read back the bytes it has
+ * just written and never reach end of file: for a file copied into itself,
+ * the input ends where it ended when the call began. */
+static uint64_t self_copy_len(const struct call *c, uint64_t len)
+{
+	int64_t si;
+
+	if (c->in.kind != PS_K_FILE || c->out.kind != PS_K_FILE ||
+	    c->in.dev != c->out.dev || c->in.ino != c->out.ino)
+		return len;
+	si = c->x.off_in ? *c->x.off_in : ps_lseek(c->in.fd, 0, SEEK_CUR);
+	if (si < 0 || si >= c->in.size || len <= (uint64_t)(c->in.size - si))
+		return len;
+	return (uint64_t)(c->in.size - si);
 }
 
 /* Everything that can be refused before a byte moves. */
@@ -306,6 +326,7 @@ int psplice_copy(int fd_in, int64_t *off_in, int fd_out, int64_t *off_out,
 
 	if (prepare(&c, fd_in, off_in, fd_out, off_out, len, flags, &r) < 0)
 		goto out;
+	len = self_copy_len(&c, len);
 	make_plan(&c);
 	c.x.retry_eintr = true;
 	guard_sigpipe(&c);
