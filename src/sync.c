@@ -34,12 +34,16 @@
 #ifndef V9FS_MAGIC
 #define V9FS_MAGIC 0x01021997
 #endif
+#ifndef OVERLAYFS_SUPER_MAGIC
+#define OVERLAYFS_SUPER_MAGIC 0x794c7630
+#endif
 
 static atomic_bool sfr_missing; /* ENOSYS (WSL1, seccomp): never ask again */
 
 /* Filesystems on which sync_file_range does not write what it says: ZFS keeps
  * its data outside the page cache, network and FUSE filesystems may send
- * nothing. Answers are remembered per filesystem. */
+ * nothing, and overlayfs returns 0 without touching the upper file's pages.
+ * Answers are remembered per filesystem. */
 struct fs_memo {
 	dev_t dev;
 	bool known, honest;
@@ -47,12 +51,19 @@ struct fs_memo {
 static struct fs_memo fs_memo[16];
 static pthread_mutex_t memo_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* Writeback errors seen, per (fd, file): the kernel reports each error to a
- * file description once, so a later fsync would succeed and hide it. */
+/* Writeback errors seen, per open file description: the kernel reports each
+ * error to a description once, so a later fsync would succeed and hide it.
+ * User space cannot name a description, and an fd number reused for a new
+ * open of the same file must not inherit the error; so the entry also
+ * records the description's F_SETOWN owner, which is made this process when
+ * it had none. A new description has none. The owner only matters for
+ * O_ASYNC signals, which regular files and block devices never send, and
+ * leases and dnotify, which set it themselves. */
 struct wb_error {
 	int fd, err;
 	dev_t dev;
 	ino_t ino;
+	struct f_owner_ex owner; /* pid 0: could not be recorded */
 };
 static struct wb_error *errs;
 static size_t nerrs;
@@ -62,7 +73,7 @@ static bool magic_is_honest(long magic)
 	switch ((unsigned long)magic & 0xffffffffu) {
 	case ZFS_SUPER_MAGIC: case FUSE_SUPER_MAGIC: case NFS_SUPER_MAGIC:
 	case CIFS_SUPER_MAGIC: case SMB2_SUPER_MAGIC: case CEPH_SUPER_MAGIC:
-	case V9FS_MAGIC:
+	case V9FS_MAGIC: case OVERLAYFS_SUPER_MAGIC:
 		return false;
 	}
 	return true;
@@ -103,16 +114,58 @@ static bool fs_honest(int fd, dev_t dev)
 	return honest;
 }
 
+static struct f_owner_ex owner_of(int fd)
+{
+	struct f_owner_ex o = { 0 };
+
+	if (fcntl(fd, F_GETOWN_EX, &o) < 0)
+		o.pid = 0;
+	return o;
+}
+
+static bool same_owner(struct f_owner_ex a, struct f_owner_ex b)
+{
+	return a.type == b.type && a.pid == b.pid;
+}
+
+/* Called with memo_lock held. An entry whose fd now names another
+ * description is dropped. */
+static int sticky_find(int fd, const struct stat *st)
+{
+	for (size_t i = 0; i < nerrs; i++) {
+		struct wb_error *e = &errs[i];
+
+		if (e->fd != fd || e->dev != st->st_dev || e->ino != st->st_ino)
+			continue;
+		if (e->owner.pid == 0 || same_owner(e->owner, owner_of(fd)))
+			return e->err;
+		*e = errs[--nerrs];
+		return 0;
+	}
+	return 0;
+}
+
 static int sticky_get(int fd, const struct stat *st)
 {
-	int err = 0;
+	int err;
 
 	pthread_mutex_lock(&memo_lock);
-	for (size_t i = 0; i < nerrs && !err; i++)
-		if (errs[i].fd == fd && errs[i].dev == st->st_dev && errs[i].ino == st->st_ino)
-			err = errs[i].err;
+	err = sticky_find(fd, st);
 	pthread_mutex_unlock(&memo_lock);
 	return err;
+}
+
+/* The owner that will tell this description from a later one. */
+static struct f_owner_ex mark_owner(int fd)
+{
+	struct f_owner_ex o = owner_of(fd);
+
+	if (o.pid != 0)
+		return o;
+	o = (struct f_owner_ex){ .type = F_OWNER_PID, .pid = getpid() };
+	if (fcntl(fd, F_SETOWN_EX, &o) < 0)
+		o.pid = 0;
+	return o;
 }
 
 static bool is_wb_error(int err)
@@ -124,14 +177,16 @@ static void sticky_set(int fd, const struct stat *st, int err)
 {
 	struct wb_error *e;
 
-	if (!is_wb_error(err) || sticky_get(fd, st))
+	if (!is_wb_error(err))
 		return;
 	pthread_mutex_lock(&memo_lock);
-	e = realloc(errs, (nerrs + 1) * sizeof(*errs));
-	if (e) {
-		errs = e;
-		errs[nerrs++] = (struct wb_error){ .fd = fd, .err = err,
-						   .dev = st->st_dev, .ino = st->st_ino };
+	if (!sticky_find(fd, st)) {
+		e = realloc(errs, (nerrs + 1) * sizeof(*errs));
+		if (e) {
+			errs = e;
+			errs[nerrs++] = (struct wb_error){ .fd = fd, .err = err,
+				.dev = st->st_dev, .ino = st->st_ino, .owner = mark_owner(fd) };
+		}
 	}
 	pthread_mutex_unlock(&memo_lock);
 }
@@ -140,12 +195,13 @@ static int check_args(int fd, int64_t off, int64_t n, unsigned int flags, struct
 {
 	if (fstat(fd, st) < 0)
 		return -EBADF;
+	/* In the kernel's order: bad arguments are EINVAL even on a pipe. */
 	if (flags & ~ALL_FLAGS)
+		return -EINVAL;
+	if (off < 0 || n < 0 || n > INT64_MAX - off)
 		return -EINVAL;
 	if (!S_ISREG(st->st_mode) && !S_ISBLK(st->st_mode) && !S_ISDIR(st->st_mode))
 		return -ESPIPE;
-	if (off < 0 || n < 0 || n > INT64_MAX - off)
-		return -EINVAL;
 	return 0;
 }
 
@@ -166,7 +222,9 @@ static int sync_range(int fd, const struct stat *st, int64_t off, int64_t n,
 
 	if (!(flags & RANGE_FLAGS))
 		return 0;
-	if (fs_honest(fd, st->st_dev)) {
+	/* A directory's entries live in the filesystem's metadata, not in
+	 * its page cache: the call succeeds and writes nothing. */
+	if (!S_ISDIR(st->st_mode) && fs_honest(fd, st->st_dev)) {
 		r = ps_sync_file_range(fd, off, n, flags & RANGE_FLAGS);
 		if (r == 0) {
 			*level = range_level(flags);

@@ -6,17 +6,20 @@
 #include <sched.h>
 #include <signal.h>
 #include <stddef.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <sys/vfs.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <unistd.h>
 #include <linux/audit.h>
 #include <linux/filter.h>
+#include <linux/loop.h>
 #include <linux/magic.h>
 #include <linux/seccomp.h>
 
@@ -512,4 +515,133 @@ int t_count_fds(void)
 			n++;
 	closedir(d);
 	return n - 1; /* the directory's own fd */
+}
+
+#ifndef __NR_cachestat
+#define __NR_cachestat 451 /* x86_64 and aarch64 alike */
+#endif
+
+int t_cachestat(int fd, uint64_t off, uint64_t len, struct t_cache *c)
+{
+	/* The kernel's struct cachestat_range and struct cachestat, which
+	 * older headers lack. */
+	struct { uint64_t off, len; } range = { off, len };
+	struct { uint64_t cache, dirty, writeback, evicted, recently_evicted; } cs;
+
+	if (syscall(__NR_cachestat, fd, &range, &cs, 0) < 0)
+		return -1;
+	c->cached = cs.cache;
+	c->dirty = cs.dirty;
+	c->writeback = cs.writeback;
+	return 0;
+}
+
+const char *t_disk_stat(int fd, char *buf, size_t n)
+{
+	char link[64], dev[4096], probe[4200];
+	struct stat st;
+
+	if (fstat(fd, &st) < 0)
+		return NULL;
+	snprintf(link, sizeof(link), "/sys/dev/block/%u:%u", major(st.st_dev), minor(st.st_dev));
+	if (!realpath(link, dev))
+		return NULL;
+	/* A partition's directory sits inside its disk's directory. */
+	snprintf(probe, sizeof(probe), "%s/partition", dev);
+	if (access(probe, F_OK) == 0)
+		*strrchr(dev, '/') = '\0';
+	snprintf(buf, n, "%s/stat", dev);
+	return access(buf, R_OK) == 0 ? buf : NULL;
+}
+
+int64_t t_sectors_written(const char *stat_path)
+{
+	unsigned long long f[7];
+	FILE *fp = fopen(stat_path, "re");
+	int got;
+
+	if (!fp)
+		return -1;
+	got = fscanf(fp, "%llu %llu %llu %llu %llu %llu %llu",
+		     &f[0], &f[1], &f[2], &f[3], &f[4], &f[5], &f[6]);
+	fclose(fp);
+	return got == 7 ? (int64_t)f[6] : -1;
+}
+
+static int loop_configure(int fd, int img_fd)
+{
+	struct loop_config cfg = { .fd = (uint32_t)img_fd,
+				   .info.lo_flags = LO_FLAGS_AUTOCLEAR };
+	struct loop_info64 info = { .lo_flags = LO_FLAGS_AUTOCLEAR };
+
+	if (ioctl(fd, LOOP_CONFIGURE, &cfg) == 0)
+		return 0;
+	if (errno != EINVAL && errno != ENOTTY)
+		return -1;
+	/* Before Linux 5.8: in two steps. */
+	if (ioctl(fd, LOOP_SET_FD, img_fd) < 0)
+		return -1;
+	if (ioctl(fd, LOOP_SET_STATUS64, &info) == 0)
+		return 0;
+	(void)ioctl(fd, LOOP_CLR_FD, 0);
+	return -1;
+}
+
+int t_loop_attach(int img_fd, char *path, size_t n)
+{
+	int ctl = open("/dev/loop-control", O_RDWR | O_CLOEXEC), fd = -1, nr, err = ENOENT;
+
+	if (ctl < 0)
+		return -1;
+	/* Another process may take the free device first: ask again. */
+	for (int tries = 0; tries < 20 && fd < 0; tries++) {
+		nr = ioctl(ctl, LOOP_CTL_GET_FREE);
+		if (nr < 0) {
+			err = errno;
+			break;
+		}
+		snprintf(path, n, "/dev/loop%d", nr);
+		fd = open(path, O_RDWR | O_CLOEXEC);
+		if (fd < 0) {
+			err = errno;
+			usleep(10000); /* a new device's node may be on its way */
+			continue;
+		}
+		if (loop_configure(fd, img_fd) == 0)
+			break;
+		err = errno;
+		close(fd);
+		fd = -1;
+		if (err != EBUSY)
+			break;
+	}
+	close(ctl);
+	if (fd < 0)
+		errno = err;
+	return fd;
+}
+
+const char *t_mount(const char *name, const char *source, const char *fstype,
+		    const char *opts)
+{
+	char *dir;
+
+	if (!scratch[0] || nmounted == 4) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (!mount_owner) {
+		if (unshare(CLONE_NEWNS) == 0)
+			(void)mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL);
+		mount_owner = getpid();
+		atexit(unmount_all);
+	}
+	dir = mounted[nmounted];
+	snprintf(dir, sizeof(mounted[0]), "%s/%s", scratch, name);
+	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+		return NULL;
+	if (mount(source, dir, fstype, 0, opts) < 0)
+		return NULL;
+	nmounted++;
+	return dir;
 }

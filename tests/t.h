@@ -116,4 +116,30 @@ int t_child(void (*fn)(void *), void *arg);
 /* The number of open fds of this process (entries of /proc/self/fd). */
 int t_count_fds(void);
 
+/* Page-cache state of fd's pages in [off, off + len) (len 0: to the end of
+ * the file), counted in pages by cachestat(2) (Linux 6.5). 0, or -1 and
+ * errno (ENOSYS on older kernels). */
+struct t_cache {
+	uint64_t cached, dirty, writeback;
+};
+int t_cachestat(int fd, uint64_t off, uint64_t len, struct t_cache *c);
+/* The block-layer statistics file of the disk holding fd's file
+ * (/sys/block/DISK/stat; the whole disk for a partition), written into buf;
+ * NULL when the file's device has none (tmpfs, overlayfs, btrfs). */
+const char *t_disk_stat(int fd, char *buf, size_t n);
+/* Sectors (512 bytes) written to that disk since boot: field 7 of the
+ * statistics file; -1 when it cannot be read. */
+int64_t t_sectors_written(const char *stat_path);
+
+/* Attach the file open as img_fd to a free loop device that detaches itself
+ * once its last user is gone (LO_FLAGS_AUTOCLEAR); the device's path goes
+ * in path. Returns an O_RDWR fd on the device, or -1 and errno (ENOENT:
+ * no loop support). */
+int t_loop_attach(int img_fd, char *path, size_t n);
+/* mount(2) source of type fstype with options opts on a new directory NAME
+ * in the scratch directory, in this test's own mount namespace (as
+ * t_mount_tmpfs); unmounted at exit, last mounted first. NULL and errno. */
+const char *t_mount(const char *name, const char *source, const char *fstype,
+		    const char *opts);
+
 #endif
