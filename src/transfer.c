@@ -206,15 +206,18 @@ static int run_path(struct call *c, int method)
 	return path_of[method](&c->x);
 }
 
-/* No path applied: say why. Running out of fds or memory for the internal
- * pipe is worth reporting as such; otherwise the pair is not supported. */
-static void none_applied(struct call *c)
+static bool lacking(int err)
 {
-	int err = c->x.next_err;
+	return err == EMFILE || err == ENFILE || err == ENOMEM;
+}
 
-	if (err != EMFILE && err != ENFILE && err != ENOMEM)
-		err = EOPNOTSUPP;
-	ps__fail(&c->x, err, PSPLICE_SIDE_NONE);
+/* No path applied: say why. Running out of fds or memory for the internal
+ * pipe is worth reporting as such, even when a later path (the user-space
+ * copy, forbidden by PSPLICE_F_NOFALLBACK) only said "not here"; otherwise
+ * the pair is not supported. */
+static void none_applied(struct call *c, int lack)
+{
+	ps__fail(&c->x, lack ? lack : EOPNOTSUPP, PSPLICE_SIDE_NONE);
 }
 
 static bool unready(const struct ps_endpoint *ep, short events)
@@ -248,7 +251,7 @@ static int nonblock_side(const struct call *c)
 static void step(struct call *c, int *at, bool *progress)
 {
 	uint64_t before = c->x.res->out_bytes;
-	int side = nonblock_side(c);
+	int side = nonblock_side(c), lack = 0;
 
 	if (side != PSPLICE_SIDE_NONE) {
 		ps__fail(&c->x, EAGAIN, side);
@@ -265,8 +268,10 @@ static void step(struct call *c, int *at, bool *progress)
 				 ps__side_of(&c->x, c->x.next_err));
 			return;
 		}
+		if (lacking(c->x.next_err))
+			lack = c->x.next_err;
 	}
-	none_applied(c);
+	none_applied(c, lack);
 }
 
 static void publish(const struct psplice_result *r, struct psplice_result *res)
