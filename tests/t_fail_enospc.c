@@ -255,6 +255,50 @@ static void pipe_readwrite(bool copy)
 	T_OK(unlink(in_mnt("e")));
 }
 
+/* An O_APPEND output takes only write(2): from the file, the refused bytes
+ * are given back by rewinding; from a pipe, they are parked. The file
+ * already holds 4096 bytes of its own. */
+static void append_output(void)
+{
+	struct psplice_result r;
+	int64_t oi = 0;
+	int out = create("h"), rd, p[2];
+
+	t_fill_fd(out, 4096, 4);
+	close(out);
+	out = open(in_mnt("h"), O_WRONLY | O_APPEND | O_CLOEXEC);
+	rd = open(in_mnt("h"), O_RDONLY | O_CLOEXEC);
+	T_OK(out);
+	T_OK(rd);
+	T_ERRNO(psplice_copy(src, &oi, out, NULL, PSPLICE_TO_EOF, 0, &r), ENOSPC);
+	T_RESULT(r, ENOSPC, PSPLICE_SIDE_OUT, ROOM - 4096, ROOM - 4096);
+	T_EQ(r.parked_len, 0);
+	T_EQ(oi, ROOM - 4096);
+	T_EQ(size_of(out), ROOM);
+	T_ASSERT(t_check_fd(rd, 0, 4096, 4, 0));
+	T_ASSERT(t_check_fd(rd, 4096, ROOM - 4096, 1, 0));
+	T_EQ(fcntl(out, F_GETFL) & O_APPEND, O_APPEND);
+	T_OK(ftruncate(out, 4096));
+
+	t_pipe(p);
+	t_fill_fd(p[1], STREAM, 2);
+	T_ERRNO(psplice_ex(p[0], NULL, out, NULL, STREAM, 0, &r), ENOSPC);
+	T_EQ(r.error, ENOSPC);
+	T_EQ(r.side, PSPLICE_SIDE_OUT);
+	T_EQ(r.out_bytes, ROOM - 4096);
+	check_parked(&r, ROOM - 4096);
+	T_EQ_U(queued(p[0]), STREAM - r.in_bytes);
+	T_ASSERT(t_check_fd(p[0], -1, STREAM - r.in_bytes, 2, r.in_bytes));
+	T_EQ(size_of(out), ROOM);
+	T_ASSERT(t_check_fd(rd, 0, 4096, 4, 0));
+	T_ASSERT(t_check_fd(rd, 4096, ROOM - 4096, 2, 0));
+	close(out);
+	close(rd);
+	close(p[0]);
+	close(p[1]);
+	T_OK(unlink(in_mnt("h")));
+}
+
 /* A socket goes through the internal pipe: whatever was taken into it and
  * not delivered is parked, the rest is still in the socket. */
 static void socket_source(void (*pair)(int[2]), unsigned int flags)
@@ -351,5 +395,6 @@ int main(int argc, char **argv)
 	socket_source(t_unix_pair, 0);
 	socket_source(t_tcp_pair, 0);
 	socket_source(t_unix_pair, PSPLICE_F_ONLY(PSPLICE_METHOD_READWRITE));
+	append_output();
 	return T_PASS;
 }
