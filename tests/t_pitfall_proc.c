@@ -100,7 +100,8 @@ static pid_t big_environ(void)
 	int i;
 
 	for (i = 0; i < ENV_STRINGS; i++) {
-		snprintf(strs[i], 8, "V%d=", i);
+		memcpy(strs[i], "V0=", 3);
+		strs[i][1] = (char)('0' + i);
 		for (size_t k = 3; k < ENV_STRING; k++)
 			strs[i][k] = (char)('a' + (k * 7 + (size_t)i) % 26);
 		strs[i][ENV_STRING] = 0;
