@@ -69,16 +69,16 @@ static bool overlaps(const struct call *c, uint64_t len)
 	    c->in.dev != c->out.dev || c->in.ino != c->out.ino)
 		return false;
 	si = c->x.off_in ? *c->x.off_in : ps_lseek(c->in.fd, 0, SEEK_CUR);
-	/* O_APPEND writes at the end of file, whatever the position says. */
-	if (c->out.append)
-		so = c->out.size;
-	else
-		so = c->x.off_out ? *c->x.off_out : ps_lseek(c->out.fd, 0, SEEK_CUR);
+	so = c->x.off_out ? *c->x.off_out : ps_lseek(c->out.fd, 0, SEEK_CUR);
 	if (si < 0 || so < 0 || si >= c->in.size)
 		return false;
 	n = (uint64_t)(c->in.size - si);
 	if (len < n)
 		n = len;
+	/* O_APPEND writes where the input ends, whatever the position says:
+	 * reading up to that end is `cat f >> f`, refused as cat refuses it. */
+	if (c->out.append)
+		return (uint64_t)si + n >= (uint64_t)c->in.size;
 	return (uint64_t)si < (uint64_t)so + n && (uint64_t)so < (uint64_t)si + n;
 }
 

@@ -94,7 +94,7 @@ static void onto_own_end(void)
 	char name[4200];
 	struct stat st;
 	int64_t oi = 0, oo = SIZE;
-	int fd;
+	int fd, other;
 
 	T_SKIP_IF(!dir, "cannot mount a tmpfs: %s", strerror(errno));
 	snprintf(name, sizeof(name), "%s/self", dir);
@@ -108,15 +108,32 @@ static void onto_own_end(void)
 	/* The same through the positions of two fds of the file, in user
 	 * memory, where nothing in the kernel stops at the old end. */
 	T_EQ(lseek(fd, 0, SEEK_SET), 0);
-	oi = open(name, O_WRONLY | O_APPEND | O_CLOEXEC);
-	T_OK(oi);
-	T_EQ(psplice_copy(fd, NULL, (int)oi, NULL, PSPLICE_TO_EOF, 0, &r), 0);
+	other = open(name, O_WRONLY | O_CLOEXEC);
+	T_OK(other);
+	T_EQ(lseek(other, 0, SEEK_END), (off_t)(2 * SIZE));
+	T_EQ(psplice_copy(fd, NULL, other, NULL, PSPLICE_TO_EOF,
+			  PSPLICE_F_ONLY(PSPLICE_METHOD_READWRITE), &r), 0);
 	T_RESULT(r, 0, PSPLICE_SIDE_NONE, 2 * SIZE, 2 * SIZE);
-	T_EQ(r.method, PSPLICE_METHOD_READWRITE);
 	T_OK(fstat(fd, &st));
 	T_EQ_U(st.st_size, 4 * SIZE);
 	T_ASSERT(t_check_fd(fd, 3 * SIZE, SIZE, SEED, 0));
-	close((int)oi);
+	close(other);
+
+	/* O_APPEND lands where the input ends: reading to that end is
+	 * `cat f >> f`, refused; a range that stops short of it is not. */
+	other = open(name, O_WRONLY | O_APPEND | O_CLOEXEC);
+	T_OK(other);
+	oi = 0;
+	T_EQ(psplice_copy(fd, &oi, other, NULL, PSPLICE_TO_EOF, 0, &r), -1);
+	T_RESULT(r, EINVAL, PSPLICE_SIDE_NONE, 0, 0);
+	T_EQ(psplice_copy(fd, &oi, other, NULL, 4 * SIZE, 0, &r), -1);
+	T_RESULT(r, EINVAL, PSPLICE_SIDE_NONE, 0, 0);
+	T_EQ(psplice_copy(fd, &oi, other, NULL, SIZE, 0, &r), 0);
+	T_RESULT(r, 0, PSPLICE_SIDE_NONE, SIZE, SIZE);
+	T_OK(fstat(fd, &st));
+	T_EQ_U(st.st_size, 5 * SIZE);
+	T_ASSERT(t_check_fd(fd, 4 * SIZE, SIZE, SEED, 0));
+	close(other);
 	close(fd);
 }
 
