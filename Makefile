@@ -39,7 +39,7 @@ TEST_SRC := $(wildcard tests/t_*.c)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 TEST_HELP := $(BUILD)/tests/helpers.o
 
-.PHONY: all lib tools tests check check-quick check-asan check-tsan demo install \
+.PHONY: all lib tools tests check check-quick check-asan check-tsan check-valgrind demo install \
 	install-check clean deps bench
 all: lib tools
 
@@ -96,6 +96,7 @@ check: deps
 	$(Q)$(MAKE) --no-print-directory check-quick
 	$(Q)$(MAKE) --no-print-directory check-asan
 	$(Q)$(MAKE) --no-print-directory check-tsan
+	$(Q)$(MAKE) --no-print-directory check-valgrind
 	$(Q)$(MAKE) --no-print-directory install-check
 
 check-quick: tests tools
@@ -112,6 +113,15 @@ check-tsan:
 	$(Q)$(MAKE) --no-print-directory BUILD=build-tsan CC=gcc SAN="-fsanitize=thread" \
 		OPT="-O1 -g" build-tsan/tests/t_threads
 	$(Q)TSAN_OPTIONS=halt_on_error=1 sh tests/run.sh build-tsan t_threads
+
+# Memory errors and leaks in the plain build, on the tests whose syscalls
+# valgrind knows (it does not know cachestat, used by the sync tests).
+VALGRIND_TESTS := t_basic t_badinput t_fail_epipe t_fail_enospc t_fail_eisdir \
+	t_pitfall_stranded t_pitfall_append t_pitfall_overlap t_pitfall_sigpipe \
+	t_pitfall_tty t_fail_eintr t_threads
+check-valgrind: tests
+	$(Q)PSPLICE_TEST_WRAP="valgrind -q --error-exitcode=99 --leak-check=full \
+		--errors-for-leak-kinds=definite" sh tests/run.sh $(BUILD) $(VALGRIND_TESTS)
 
 install: lib tools
 	$(call say,INSTALL,$(DESTDIR)$(PREFIX))

@@ -10,6 +10,7 @@ want awk mawk
 case $1 in
 check)
 	want g++ g++
+	want valgrind valgrind
 	want pkg-config pkg-config
 	want mkfs.xfs xfsprogs
 	want losetup mount

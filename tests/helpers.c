@@ -420,7 +420,7 @@ const char *t_mount_tmpfs(const char *name, const char *size)
 		/* In a namespace of its own, a test killed before its exit
 		 * handlers run leaves no mount behind. */
 		if (unshare(CLONE_NEWNS) == 0)
-			(void)mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL);
+			(void)mount("none", "/", "none", MS_REC | MS_PRIVATE, NULL);
 		mount_owner = getpid();
 		atexit(unmount_all); /* runs before the scratch dir is removed */
 	}
@@ -632,7 +632,7 @@ const char *t_mount(const char *name, const char *source, const char *fstype,
 	}
 	if (!mount_owner) {
 		if (unshare(CLONE_NEWNS) == 0)
-			(void)mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL);
+			(void)mount("none", "/", "none", MS_REC | MS_PRIVATE, NULL);
 		mount_owner = getpid();
 		atexit(unmount_all);
 	}

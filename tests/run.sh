@@ -21,7 +21,7 @@ for t in $tests; do
 	start=$(date +%s%N)
 	case $t in
 	*.sh) set -- sh "$src/$t" ;;
-	*) set -- "$build/tests/$t" ;;
+	*) set -- $PSPLICE_TEST_WRAP "$build/tests/$t" ;;
 	esac
 	timeout -k 10 "$timeout_s" "$@" "$dir" >"$out" 2>&1
 	rc=$?

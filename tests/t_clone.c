@@ -55,7 +55,7 @@ static void mount_xfs(void)
 	snprintf(img, sizeof(img), "%s", t_path("xfs.img"));
 	snprintf(mnt, sizeof(mnt), "%s", t_path("xfs"));
 	T_SKIP_IF(unshare(CLONE_NEWNS) < 0, "no mount namespace: %s", strerror(errno));
-	T_OK(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL));
+	T_OK(mount("none", "/", "none", MS_REC | MS_PRIVATE, NULL));
 	T_OK(mkdir(mnt, 0755));
 	snprintf(cmd, sizeof(cmd), "truncate -s 512M '%s' && mkfs.xfs -q -f -m reflink=1 '%s'",
 		 img, img);
