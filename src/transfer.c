@@ -176,7 +176,10 @@ static void guard_sigpipe(struct call *c)
 	sigemptyset(&set);
 	sigaddset(&set, SIGPIPE);
 	pthread_sigmask(SIG_BLOCK, &set, &c->old_mask);
-	c->pipe_pending = sigpending(&set) == 0 && sigismember(&set, SIGPIPE);
+	/* While SIGPIPE was unblocked none can be pending for this thread: it
+	 * would have been delivered. Ask the kernel only when it was blocked. */
+	c->pipe_pending = sigismember(&c->old_mask, SIGPIPE) &&
+			  sigpending(&set) == 0 && sigismember(&set, SIGPIPE);
 }
 
 static void unguard_sigpipe(struct call *c)
