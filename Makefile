@@ -143,5 +143,17 @@ install: lib tools
 install-check:
 	$(Q)sh tests/install-check.sh
 
+# Benchmarks: off the default build; figures are ratios within one run.
+BENCH_SIZE ?=
+bench: $(BUILD)/bench/wb_bench
+	$(Q)mkdir -p bench/results $(BUILD)/bench/tmp
+	$(Q)$(BUILD)/bench/wb_bench $(if $(QUICK),--quick) $(if $(BENCH_SIZE),--size $(BENCH_SIZE)) \
+		--csv bench/results/wb.csv $(BUILD)/bench/tmp
+
+$(BUILD)/bench/%: bench/%.c $(BUILD)/libpsplice.a
+	@mkdir -p $(@D)
+	$(call say,CC,$<)
+	$(Q)$(CC) $(APP_CFLAGS) -o $@ $< $(BUILD)/libpsplice.a $(LDLIBS)
+
 clean:
 	$(Q)rm -rf build build-asan build-tsan
