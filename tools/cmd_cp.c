@@ -10,10 +10,23 @@
 
 #include "common.h"
 
+enum { OPT_SYNC = 0x200, OPT_NO_WRITE_BEHIND };
+
 static const struct option longopts[] = {
+	{ "sync", required_argument, NULL, OPT_SYNC },
+	{ "no-write-behind", no_argument, NULL, OPT_NO_WRITE_BEHIND },
 	{ "verbose", no_argument, NULL, 'v' },
 	CLI_COMMON_LONGOPTS
 };
+
+/* From this size on, a copy that is not a reflink is paced by write-behind:
+ * left to the kernel, it would fill memory with the destination's dirty
+ * pages, evicting everyone else's cache and stalling other writers when
+ * writeback finally starts. Below it the dirty pages are too few to hurt. */
+#define CP_WB_THRESHOLD ((off_t)64 << 20)
+/* Copied and handed to write-behind at a time: its default chunk, so that
+ * each call completes one chunk and writeback starts as soon as it can. */
+#define CP_WB_CHUNK ((uint64_t)8 << 20)
 
 struct cp_job {
 	const char *src;
@@ -21,6 +34,8 @@ struct cp_job {
 	struct stat st;   /* of the source */
 	bool created;     /* DST did not exist: remove it if the copy fails */
 	bool verbose;
+	bool write_behind;
+	unsigned int sync; /* 0, PSPLICE_SYNC_DATA or PSPLICE_SYNC_METADATA */
 };
 
 static bool same_inode(const struct stat *a, const struct stat *b)
@@ -116,19 +131,151 @@ static int open_target(struct cp_job *j)
 	return -1;
 }
 
-static int copy_data(const struct cp_job *j, int in, int out)
+/* "a/b" -> "a", "b" -> ".", "/b" -> "/" */
+static char *parent_of(const char *path)
 {
-	struct cli_copy c;
+	size_t len = strlen(path);
+	const char *slash;
 
-	/* Reflink first: where the filesystem cannot share extents, the
-	 * engine falls back to copy_file_range on its first call. */
-	if (cli_copy(in, out, PSPLICE_F_REFLINK, &c) < 0) {
+	while (len > 1 && path[len - 1] == '/')
+		len--;
+	slash = memrchr(path, '/', len);
+	if (!slash)
+		return strdup(".");
+	len = (size_t)(slash - path);
+	while (len > 1 && path[len - 1] == '/')
+		len--;
+	return strndup(path, len ? len : 1);
+}
+
+/* fsync(2) makes the file durable, not the name it was created under:
+ * that is the directory's data, and a crash could lose the new entry. */
+static int sync_dir(const struct cp_job *j)
+{
+	char *dir = parent_of(j->dst);
+	int fd, rc = 0;
+
+	if (!dir) {
+		cli_error(ENOMEM, "error syncing %s", cli_quote(j->dst));
+		return -1;
+	}
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	/* EINVAL: the filesystem cannot sync a directory; there is nothing
+	 * more to ask of it, and the file itself is durable. */
+	if (fd < 0 || (fsync(fd) < 0 && errno != EINVAL)) {
+		cli_error(errno, "error syncing %s", cli_quote(dir));
+		rc = -1;
+	}
+	if (fd >= 0)
+		close(fd);
+	free(dir);
+	return rc;
+}
+
+/* --sync=full: the name too. With -v, the level reached. */
+static int synced(const struct cp_job *j, enum psplice_sync_level level)
+{
+	if ((j->sync & PSPLICE_SYNC_METADATA) && sync_dir(j) < 0)
+		return -1;
+	if (j->verbose)
+		fprintf(stderr, CLI_NAME ": %s: %s\n", cli_quote(j->dst),
+			psplice_sync_level_name((int)level));
+	return 0;
+}
+
+/* Copy in chunks, each handed to write-behind as it lands, so the page
+ * cache never holds more than a few chunks of the destination's dirty
+ * pages. Reports its own errors; the final sync, if any, is write-behind's,
+ * after the last chunk settled. */
+static int copy_behind(const struct cp_job *j, int in, int out, struct psplice_wb *wb)
+{
+	enum psplice_sync_level level;
+	struct cli_copy c = { .method = PSPLICE_METHOD_NONE }, part;
+	int64_t off = 0; /* DST was just created or truncated */
+	int rc;
+
+	for (;;) {
+		/* No reflink flag: the caller tried one and it was refused. */
+		rc = cli_copy_len(in, out, CP_WB_CHUNK, 0, &part);
+		c.bytes += part.bytes;
+		if (part.bytes)
+			c.method = part.method;
+		if (rc < 0) {
+			c.error = part.error;
+			c.side = part.side;
+			break;
+		}
+		/* Writeback of what was copied failed: a write error. */
+		if (part.bytes && psplice_wb_wrote(wb, off, part.bytes) < 0) {
+			c.error = errno;
+			c.side = PSPLICE_SIDE_OUT;
+			rc = -1;
+			break;
+		}
+		off += (int64_t)part.bytes;
+		if (part.bytes < CP_WB_CHUNK)
+			break;
+	}
+	if (rc < 0) {
+		(void)psplice_wb_finish(wb, 0, NULL);
 		cli_copy_error(j->src, j->dst, &c);
 		return -1;
 	}
 	if (j->verbose)
 		cli_report(j->src, j->dst, &c);
-	return 0;
+	if (psplice_wb_finish(wb, j->sync, &level) < 0) {
+		/* Without --sync, only the writeback of the last chunks failed. */
+		cli_error(errno, "error %s %s", j->sync ? "syncing" : "writing",
+			  cli_quote(j->dst));
+		return -1;
+	}
+	return j->sync ? synced(j, level) : 0;
+}
+
+static bool paced(const struct cp_job *j)
+{
+	return j->write_behind && S_ISREG(j->st.st_mode) &&
+	       j->st.st_size >= CP_WB_THRESHOLD;
+}
+
+static int copy_data(const struct cp_job *j, int in, int out)
+{
+	enum psplice_sync_level level;
+	struct psplice_wb *wb;
+	struct cli_copy c;
+	int rc;
+
+	if (!paced(j)) {
+		/* Reflink first: where the filesystem cannot share extents,
+		 * the engine falls back to copy_file_range on its first call. */
+		rc = cli_copy(in, out, PSPLICE_F_REFLINK, &c);
+	} else {
+		/* A reflink writes nothing, so has nothing to pace: try one
+		 * alone first, and pace the copy only if it was refused. */
+		rc = cli_copy(in, out, PSPLICE_F_REFLINK_ONLY, &c);
+		if (rc < 0 && c.error == EOPNOTSUPP && !c.bytes) {
+			/* Only a file or a block device has writeback to pace
+			 * (anything else is ESPIPE); without it the copy is as
+			 * correct, just not paced. */
+			wb = psplice_wb_new(out, CP_WB_CHUNK, 0);
+			if (wb)
+				return copy_behind(j, in, out, wb);
+			rc = cli_copy(in, out, 0, &c);
+		}
+	}
+	if (rc < 0) {
+		cli_copy_error(j->src, j->dst, &c);
+		return -1;
+	}
+	if (j->verbose)
+		cli_report(j->src, j->dst, &c);
+	if (!j->sync)
+		return 0;
+	if (psplice_sync(out, 0, 0, j->sync, &level) < 0) {
+		cli_error(errno, "error syncing %s", cli_quote(j->dst));
+		return -1;
+	}
+	return synced(j, level);
 }
 
 static int copy_to(struct cp_job *j, int in)
@@ -148,11 +295,13 @@ static int copy_to(struct cp_job *j, int in)
 	return rc;
 }
 
-static int cp_file(const char *src, const char *dst, bool verbose)
+/* opts: the options, in a job not yet started. */
+static int cp_file(const char *src, const char *dst, const struct cp_job *opts)
 {
-	struct cp_job j = { .src = src, .verbose = verbose };
+	struct cp_job j = *opts;
 	int in, rc = -1;
 
+	j.src = src;
 	in = open(src, O_RDONLY | O_CLOEXEC);
 	if (in < 0) {
 		cli_error(errno, "cannot open %s", cli_quote(src));
@@ -171,16 +320,31 @@ static int cp_file(const char *src, const char *dst, bool verbose)
 	return rc;
 }
 
+static unsigned int parse_sync(const struct cli_cmd *cmd, const char *arg)
+{
+	if (!strcmp(arg, "none"))
+		return 0;
+	if (!strcmp(arg, "data"))
+		return PSPLICE_SYNC_DATA;
+	if (!strcmp(arg, "full"))
+		return PSPLICE_SYNC_METADATA;
+	cli_usage_error(cmd, "invalid argument %s for '--sync'\n"
+			"Valid arguments are:\n  - 'none'\n  - 'data'\n  - 'full'",
+			cli_quote(arg));
+}
+
 static int cp_main(const struct cli_cmd *cmd, int argc, char **argv)
 {
-	bool verbose = false;
+	struct cp_job opts = { .write_behind = true };
 	int c;
 
 	while ((c = getopt_long(argc, argv, "v", longopts, NULL)) != -1) {
-		if (c == 'v')
-			verbose = true;
-		else
-			cli_common_option(cmd, c);
+		switch (c) {
+		case 'v': opts.verbose = true; break;
+		case OPT_SYNC: opts.sync = parse_sync(cmd, optarg); break;
+		case OPT_NO_WRITE_BEHIND: opts.write_behind = false; break;
+		default: cli_common_option(cmd, c);
+		}
 	}
 	if (optind == argc)
 		cli_usage_error(cmd, "missing file operand");
@@ -189,7 +353,7 @@ static int cp_main(const struct cli_cmd *cmd, int argc, char **argv)
 				cli_quote(argv[optind]));
 	if (optind + 2 < argc)
 		cli_usage_error(cmd, "extra operand %s", cli_quote(argv[optind + 2]));
-	return cp_file(argv[optind], argv[optind + 1], verbose) < 0 ? 1 : 0;
+	return cp_file(argv[optind], argv[optind + 1], &opts) < 0 ? 1 : 0;
 }
 
 const struct cli_cmd cli_cmd_cp = {
@@ -204,7 +368,15 @@ const struct cli_cmd cli_cmd_cp = {
 	"SOURCE's permission bits (less the umask); a DEST created by a copy\n"
 	"that fails is removed.\n"
 	"\n"
+	"A SOURCE of 64 MiB or more that is not reflinked is copied with\n"
+	"write-behind: each 8 MiB written is sent to the disk and dropped from\n"
+	"the page cache, so the copy does not fill memory with dirty pages.\n"
+	"\n"
+	"      --sync=WHEN    after the copy, make DEST durable: 'none' (the\n"
+	"                     default), 'data' (fdatasync) or 'full' (fsync, and\n"
+	"                     the directory, so that a new name survives too)\n"
+	"      --no-write-behind  leave the writeback of a large copy to the kernel\n"
 	"  -v, --verbose      tell on standard error which kernel path moved the\n"
-	"                     bytes, and how many\n",
+	"                     bytes, and how many; with --sync, the level reached\n",
 	.main = cp_main,
 };

@@ -198,15 +198,17 @@ static int put_parked(int fd, const unsigned char *p, size_t n, struct cli_copy 
 	return 0;
 }
 
-int cli_copy(int fd_in, int fd_out, unsigned int flags, struct cli_copy *c)
+int cli_copy_len(int fd_in, int fd_out, uint64_t len, unsigned int flags,
+		 struct cli_copy *c)
 {
 	struct psplice_result r;
+	uint64_t left = len;
 	bool out_blocked;
 	int err;
 
 	*c = (struct cli_copy){ .method = PSPLICE_METHOD_NONE };
 	for (;;) {
-		if (psplice_copy(fd_in, NULL, fd_out, NULL, PSPLICE_TO_EOF, flags, &r) == 0)
+		if (psplice_copy(fd_in, NULL, fd_out, NULL, left, flags, &r) == 0)
 			break;
 		c->bytes += r.out_bytes;
 		if (r.out_bytes)
@@ -220,6 +222,13 @@ int cli_copy(int fd_in, int fd_out, unsigned int flags, struct cli_copy *c)
 		}
 		if (r.parked_len && put_parked(fd_out, r.parked, r.parked_len, c) < 0)
 			return -1;
+		/* Parked bytes were taken from the input, so what is left of a
+		 * bounded copy is counted from what reached the output. */
+		if (len != PSPLICE_TO_EOF) {
+			left = len - c->bytes;
+			if (!left)
+				return 0;
+		}
 		out_blocked = r.side == PSPLICE_SIDE_OUT;
 		err = wait_for(out_blocked ? fd_out : fd_in, out_blocked ? POLLOUT : POLLIN);
 		if (err) {
@@ -232,4 +241,9 @@ int cli_copy(int fd_in, int fd_out, unsigned int flags, struct cli_copy *c)
 	if (r.out_bytes)
 		c->method = r.method;
 	return 0;
+}
+
+int cli_copy(int fd_in, int fd_out, unsigned int flags, struct cli_copy *c)
+{
+	return cli_copy_len(fd_in, fd_out, PSPLICE_TO_EOF, flags, c);
 }

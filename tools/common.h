@@ -57,6 +57,10 @@ struct cli_copy {
  * non-blocking mode is waited for with poll() rather than failed, and bytes
  * the engine parked are delivered first. 0, or -1 with c->error set. */
 int cli_copy(int fd_in, int fd_out, unsigned int flags, struct cli_copy *c);
+/* The same for at most len bytes (PSPLICE_TO_EOF: no limit). Success with
+ * c->bytes below len means the input ended. */
+int cli_copy_len(int fd_in, int fd_out, uint64_t len, unsigned int flags,
+		 struct cli_copy *c);
 
 /* The -v line: "psplice: 'a' -> 'b': 1,048,576 bytes by copy_file_range". */
 void cli_report(const char *in, const char *out, const struct cli_copy *c);
