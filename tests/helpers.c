@@ -645,3 +645,25 @@ const char *t_mount(const char *name, const char *source, const char *fstype,
 	nmounted++;
 	return dir;
 }
+
+int t_queued(int fd)
+{
+	int n = -1;
+
+	T_OK(ioctl(fd, FIONREAD, &n));
+	return n;
+}
+
+void t_set_nonblock(int fd, bool on)
+{
+	int fl = fcntl(fd, F_GETFL);
+
+	T_OK(fl);
+	T_OK(fcntl(fd, F_SETFL, on ? fl | O_NONBLOCK : fl & ~O_NONBLOCK));
+}
+
+void t_close_pair(int fds[2])
+{
+	close(fds[0]);
+	close(fds[1]);
+}

@@ -142,4 +142,9 @@ int t_loop_attach(int img_fd, char *path, size_t n);
 const char *t_mount(const char *name, const char *source, const char *fstype,
 		    const char *opts);
 
+/* Bytes waiting to be read in a pipe or socket (FIONREAD). */
+int t_queued(int fd);
+void t_set_nonblock(int fd, bool on);
+void t_close_pair(int fds[2]);
+
 #endif

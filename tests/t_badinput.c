@@ -63,14 +63,6 @@ static void setup(void)
 	f.closed = junk;
 }
 
-static int queued(int fd)
-{
-	int n = -1;
-
-	T_OK(ioctl(fd, FIONREAD, &n));
-	return n;
-}
-
 /* Nothing anywhere moved. */
 static void check_untouched(void)
 {
@@ -87,8 +79,8 @@ static void check_untouched(void)
 	EXPECT(st.st_size, OUT_SIZE);
 	EXPECT(fstat(f.in, &st), 0);
 	EXPECT(st.st_size, IN_SIZE);
-	EXPECT(queued(f.p[0]), PIPE_BYTES);
-	EXPECT(queued(f.s[0]), PIPE_BYTES);
+	EXPECT(t_queued(f.p[0]), PIPE_BYTES);
+	EXPECT(t_queued(f.s[0]), PIPE_BYTES);
 	EXPECT(fcntl(f.append, F_GETFL) & O_APPEND, O_APPEND);
 }
 

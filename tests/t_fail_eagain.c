@@ -23,28 +23,6 @@
 static int src;               /* FILE_SIZE bytes of stream 1 */
 static int outfile;           /* a file output that must stay empty */
 
-static int queued(int fd)
-{
-	int n = -1;
-
-	T_OK(ioctl(fd, FIONREAD, &n));
-	return n;
-}
-
-static void set_nonblock(int fd, bool on)
-{
-	int fl = fcntl(fd, F_GETFL);
-
-	T_OK(fl);
-	T_OK(fcntl(fd, F_SETFL, on ? fl | O_NONBLOCK : fl & ~O_NONBLOCK));
-}
-
-static void close_pair(int fds[2])
-{
-	close(fds[0]);
-	close(fds[1]);
-}
-
 static void check_parked(const struct psplice_result *r, uint32_t seed, uint64_t soff)
 {
 	T_EQ_U(r->parked_len, r->in_bytes - r->out_bytes);
@@ -92,18 +70,18 @@ static void empty_inputs(void)
 	T_ERRNO(psplice_ex(p[0], NULL, outfile, &oo, 10, NB, NULL), EAGAIN);
 	T_EQ(oo, 0);
 	/* The fd's own O_NONBLOCK says the same without the flag. */
-	set_nonblock(p[0], true);
-	set_nonblock(u[0], true);
+	t_set_nonblock(p[0], true);
+	t_set_nonblock(u[0], true);
 	empty_in(p[0], outfile, 0);
 	empty_in(u[0], outfile, 0);
 	empty_in(p[0], u[0], 0);
-	T_EQ(queued(q[0]), 0);
-	T_EQ(queued(u[1]), 0);
-	T_EQ(queued(t[1]), 0);
-	close_pair(p);
-	close_pair(q);
-	close_pair(u);
-	close_pair(t);
+	T_EQ(t_queued(q[0]), 0);
+	T_EQ(t_queued(u[1]), 0);
+	T_EQ(t_queued(t[1]), 0);
+	t_close_pair(p);
+	t_close_pair(q);
+	t_close_pair(u);
+	t_close_pair(t);
 }
 
 /* A stream socket (out) whose buffers are full of JUNK_SEED bytes, and its
@@ -129,7 +107,7 @@ static void full_socket(struct full *f, void (*make)(int[2]), bool keep_nonblock
 
 		T_OK(setsockopt(s[0], SOL_SOCKET, SO_SNDBUF, &small, sizeof(small)));
 	}
-	set_nonblock(s[0], true);
+	t_set_nonblock(s[0], true);
 	f->junk = t_fill_full(s[0], JUNK_SEED);
 	/* Top TCP up until it stays full for a moment; the junk stream goes
 	 * on where it was. */
@@ -144,7 +122,7 @@ static void full_socket(struct full *f, void (*make)(int[2]), bool keep_nonblock
 		if (w > 0)
 			f->junk += (uint64_t)w;
 	}
-	set_nonblock(s[0], keep_nonblock);
+	t_set_nonblock(s[0], keep_nonblock);
 	f->out = s[0];
 	f->peer = s[1];
 }
@@ -232,7 +210,7 @@ static void finish(struct full *f, int in, int64_t *oi, const struct steps *st,
 	pid_t pid = checker(f, total, seed, soff);
 
 	close(f->peer);
-	set_nonblock(f->out, false);
+	t_set_nonblock(f->out, false);
 	write_all(f->out, st->r.parked, st->r.parked_len);
 	T_EQ(psplice_copy(in, oi, f->out, NULL, rest, 0, &r2), 0);
 	T_RESULT(r2, 0, PSPLICE_SIDE_NONE, rest, rest);
@@ -272,9 +250,9 @@ static void stream_source(int s[2], void (*make)(int[2]), uint64_t n)
 		T_SKIP_IF(setsockopt(s[1], SOL_SOCKET, SO_SNDBUFFORCE, &big, sizeof(big)) < 0,
 			  "a socket buffer past wmem_max needs CAP_NET_ADMIN");
 	t_fill_fd(s[1], n, 2);
-	for (int i = 0; i < 10000 && (uint64_t)queued(s[0]) < n; i++)
+	for (int i = 0; i < 10000 && (uint64_t)t_queued(s[0]) < n; i++)
 		usleep(1000);
-	T_EQ_U(queued(s[0]), n);
+	T_EQ_U(t_queued(s[0]), n);
 	close(s[1]);
 }
 
@@ -292,7 +270,7 @@ static void stream_to_full(void (*make_in)(int[2]), void (*make_out)(int[2]),
 	stream_source(s, make_in, n);
 	run(&st, &f, s[0], NULL, n, flags, copy);
 	check_parked(&st.r, 2, st.delivered);
-	T_EQ_U(queued(s[0]), n - st.delivered - st.r.parked_len);
+	T_EQ_U(t_queued(s[0]), n - st.delivered - st.r.parked_len);
 	finish(&f, s[0], NULL, &st, n, 2, 0);
 	close(s[0]);
 }
@@ -339,9 +317,9 @@ static void full_pipe(void)
 	uint64_t junk;
 
 	t_pipe(out);
-	set_nonblock(out[1], true);
+	t_set_nonblock(out[1], true);
 	junk = t_fill_full(out[1], JUNK_SEED);
-	set_nonblock(out[1], false);
+	t_set_nonblock(out[1], false);
 
 	t_pipe(in);
 	t_fill_fd(in[1], SMALL, 2);
@@ -349,7 +327,7 @@ static void full_pipe(void)
 	T_RESULT(r, EAGAIN, PSPLICE_SIDE_OUT, 0, 0);
 	T_ERRNO(psplice_copy(in[0], NULL, out[1], NULL, SMALL, NB, &r), EAGAIN);
 	T_RESULT(r, EAGAIN, PSPLICE_SIDE_OUT, 0, 0);
-	T_EQ(queued(in[0]), SMALL);
+	T_EQ(t_queued(in[0]), SMALL);
 
 	T_ERRNO(psplice_ex(src, &oi, out[1], NULL, SMALL, NB, &r), EAGAIN);
 	T_RESULT(r, EAGAIN, PSPLICE_SIDE_OUT, 0, 0);
@@ -365,15 +343,15 @@ static void full_pipe(void)
 	T_EQ(r.side, PSPLICE_SIDE_OUT);
 	T_EQ(r.out_bytes, 0);
 	check_parked(&r, 2, 0);
-	T_EQ_U(queued(u[0]), SMALL - r.in_bytes);
+	T_EQ_U(t_queued(u[0]), SMALL - r.in_bytes);
 
 	/* The full pipe holds only the junk. */
-	T_EQ_U(queued(out[0]), junk);
+	T_EQ_U(t_queued(out[0]), junk);
 	T_ASSERT(t_check_fd(out[0], -1, junk, JUNK_SEED, 0));
 	T_ASSERT(t_check_fd(in[0], -1, SMALL, 2, 0));
-	close_pair(in);
-	close_pair(out);
-	close_pair(u);
+	t_close_pair(in);
+	t_close_pair(out);
+	t_close_pair(u);
 }
 
 /* Move some of the peer's waiting bytes into the check, less than a step
@@ -409,7 +387,7 @@ static void relay(void (*make_in)(int[2]), void (*make_out)(int[2]))
 	make_out(d);
 	T_OK(setsockopt(d[0], SOL_SOCKET, SO_SNDBUF, &small, sizeof(small)));
 	T_OK(setsockopt(d[1], SOL_SOCKET, SO_RCVBUF, &small, sizeof(small)));
-	set_nonblock(d[0], true);
+	t_set_nonblock(d[0], true);
 	make_in(s);
 	feeder = t_feed(s[1], RELAY, 3);
 	close(s[1]);
@@ -444,8 +422,8 @@ static void relay(void (*make_in)(int[2]), void (*make_out)(int[2]))
 	T_EQ(sides[PSPLICE_SIDE_NONE], 0);
 	T_ASSERT(sides[PSPLICE_SIDE_OUT] > 0);
 	T_ASSERT(t_wait(feeder));
-	close_pair(s);
-	close_pair(d);
+	t_close_pair(s);
+	t_close_pair(d);
 }
 
 int main(int argc, char **argv)

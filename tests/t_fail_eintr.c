@@ -42,28 +42,6 @@ static void ticks(bool on)
 	T_OK(setitimer(ITIMER_REAL, &it, NULL));
 }
 
-static int queued(int fd)
-{
-	int n = -1;
-
-	T_OK(ioctl(fd, FIONREAD, &n));
-	return n;
-}
-
-static void set_nonblock(int fd, bool on)
-{
-	int fl = fcntl(fd, F_GETFL);
-
-	T_OK(fl);
-	T_OK(fcntl(fd, F_SETFL, on ? fl | O_NONBLOCK : fl & ~O_NONBLOCK));
-}
-
-static void close_pair(int fds[2])
-{
-	close(fds[0]);
-	close(fds[1]);
-}
-
 static void check_outfile_empty(void)
 {
 	struct stat st;
@@ -109,13 +87,13 @@ static void empty_inputs(void)
 	step_in(u[0], t[0], 0);
 	step_in(t[0], q[1], 0);
 	step_in(t[0], outfile, 0);
-	T_EQ(queued(q[0]), 0);
-	T_EQ(queued(u[1]), 0);
-	T_EQ(queued(t[1]), 0);
-	close_pair(p);
-	close_pair(q);
-	close_pair(u);
-	close_pair(t);
+	T_EQ(t_queued(q[0]), 0);
+	T_EQ(t_queued(u[1]), 0);
+	T_EQ(t_queued(t[1]), 0);
+	t_close_pair(p);
+	t_close_pair(q);
+	t_close_pair(u);
+	t_close_pair(t);
 }
 
 /* A blocking pipe or socket (fds[1] is what we write) full of junk. */
@@ -127,9 +105,9 @@ static uint64_t full(int fds[2], void (*make)(int[2]))
 	make(fds);
 	if (make != t_pipe)
 		T_OK(setsockopt(fds[1], SOL_SOCKET, SO_SNDBUF, &small, sizeof(small)));
-	set_nonblock(fds[1], true);
+	t_set_nonblock(fds[1], true);
 	junk = t_fill_full(fds[1], JUNK_SEED);
-	set_nonblock(fds[1], false);
+	t_set_nonblock(fds[1], false);
 	return junk;
 }
 
@@ -157,7 +135,7 @@ static void step_out(void (*make_out)(int[2]))
 	T_ERRNO(psplice_ex(p[0], NULL, o[1], NULL, SMALL, 0, &r), EINTR);
 	ticks(false);
 	T_RESULT(r, EINTR, PSPLICE_SIDE_OUT, 0, 0);
-	T_EQ(queued(p[0]), SMALL);
+	T_EQ(t_queued(p[0]), SMALL);
 
 	/* Through the internal pipe: the bytes taken from the socket are
 	 * parked, the rest stays in it. */
@@ -171,15 +149,15 @@ static void step_out(void (*make_out)(int[2]))
 	T_EQ(r.out_bytes, 0);
 	T_EQ_U(r.parked_len, r.in_bytes);
 	T_ASSERT(r.parked_len == 0 || t_check_buf(r.parked, r.parked_len, 2, 0));
-	T_EQ_U(queued(u[0]), SMALL - r.in_bytes);
+	T_EQ_U(t_queued(u[0]), SMALL - r.in_bytes);
 
 	/* The output holds the junk and nothing else. */
-	T_EQ_U(queued(o[0]), junk);
+	T_EQ_U(t_queued(o[0]), junk);
 	T_ASSERT(t_check_fd(o[0], -1, junk, JUNK_SEED, 0));
 	T_ASSERT(t_check_fd(p[0], -1, SMALL, 2, 0));
-	close_pair(o);
-	close_pair(p);
-	close_pair(u);
+	t_close_pair(o);
+	t_close_pair(p);
+	t_close_pair(u);
 }
 
 /* The state letter of a process: 'S' while it waits in a system call. */

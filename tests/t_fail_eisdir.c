@@ -10,14 +10,6 @@
 
 static int out, p[2], u[2];
 
-static int queued(int fd)
-{
-	int n = -1;
-
-	T_OK(ioctl(fd, FIONREAD, &n));
-	return n;
-}
-
 static void nothing_moved(int dir)
 {
 	struct stat st;
@@ -26,8 +18,8 @@ static void nothing_moved(int dir)
 	T_EQ(st.st_size, 0);
 	T_EQ(t_pos(out), 0);
 	T_EQ(t_pos(dir), 0);
-	T_EQ(queued(p[0]), 0);
-	T_EQ(queued(u[1]), 0);
+	T_EQ(t_queued(p[0]), 0);
+	T_EQ(t_queued(u[1]), 0);
 }
 
 static void from_dir(int dir, int to, bool offsets)

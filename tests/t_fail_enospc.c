@@ -173,22 +173,14 @@ static void fill_but(void)
 	T_EQ(free_bytes(), ROOM);
 }
 
-static int queued(int fd)
-{
-	int n = -1;
-
-	T_OK(ioctl(fd, FIONREAD, &n));
-	return n;
-}
-
 /* Loopback TCP delivers in softirq context, maybe a little later. */
 static void wait_queued(int fd, int n)
 {
 	int i;
 
-	for (i = 0; i < 10000 && queued(fd) < n; i++)
+	for (i = 0; i < 10000 && t_queued(fd) < n; i++)
 		usleep(1000);
-	T_EQ(queued(fd), n);
+	T_EQ(t_queued(fd), n);
 }
 
 /* What the pipe or socket still holds is the stream from soff on. */
@@ -196,9 +188,9 @@ static void check_rest(int fd, uint64_t soff)
 {
 	uint64_t left = STREAM - soff;
 
-	T_EQ(queued(fd), left);
+	T_EQ(t_queued(fd), left);
 	T_ASSERT(t_check_fd(fd, -1, left, 2, soff));
-	T_EQ(queued(fd), 0);
+	T_EQ(t_queued(fd), 0);
 }
 
 /* splice(2) from a pipe takes only what the file accepted: the rest never
@@ -247,7 +239,7 @@ static void pipe_readwrite(bool copy)
 	T_EQ(r.method, PSPLICE_METHOD_READWRITE);
 	check_parked(&r, ROOM);
 	check_parked(psplice_last(), ROOM);
-	T_EQ(queued(p[0]), 0);
+	T_EQ(t_queued(p[0]), 0);
 	T_EQ(t_pos(out), ROOM);
 	check_full(out, ROOM, 2, 0);
 	close(p[0]);
@@ -287,7 +279,7 @@ static void append_output(void)
 	T_EQ(r.side, PSPLICE_SIDE_OUT);
 	T_EQ(r.out_bytes, ROOM - 4096);
 	check_parked(&r, ROOM - 4096);
-	T_EQ_U(queued(p[0]), STREAM - r.in_bytes);
+	T_EQ_U(t_queued(p[0]), STREAM - r.in_bytes);
 	T_ASSERT(t_check_fd(p[0], -1, STREAM - r.in_bytes, 2, r.in_bytes));
 	T_EQ(size_of(out), ROOM);
 	T_ASSERT(t_check_fd(rd, 0, 4096, 4, 0));
@@ -352,7 +344,7 @@ static void dev_full(void)
 	T_ERRNO(psplice_copy(p[0], NULL, full, NULL, STREAM, 0, &r), ENOSPC);
 	T_RESULT(r, ENOSPC, PSPLICE_SIDE_OUT, STREAM, 0);
 	check_parked(&r, 0);
-	T_EQ(queued(p[0]), 0);
+	T_EQ(t_queued(p[0]), 0);
 
 	t_unix_pair(s);
 	t_fill_fd(s[1], STREAM, 2);

@@ -50,14 +50,6 @@ static void check_signals(void)
 	T_EQ(caught, 0);
 }
 
-static int queued(int fd)
-{
-	int n = -1;
-
-	T_OK(ioctl(fd, FIONREAD, &n));
-	return n;
-}
-
 /* Wait (bounded) until fd reports one of events. */
 static void wait_for(int fd, short events)
 {
@@ -69,9 +61,9 @@ static void wait_for(int fd, short events)
 
 static void wait_queued(int fd, int n)
 {
-	for (int i = 0; i < 10000 && queued(fd) < n; i++)
+	for (int i = 0; i < 10000 && t_queued(fd) < n; i++)
 		usleep(1000);
-	T_EQ(queued(fd), n);
+	T_EQ(t_queued(fd), n);
 }
 
 /* A pipe or socket holding SMALL bytes of stream 2. */
@@ -80,12 +72,6 @@ static void source(int fds[2], void (*make)(int[2]))
 	make(fds);
 	t_fill_fd(fds[1], SMALL, 2);
 	wait_queued(fds[0], SMALL);
-}
-
-static void close_pair(int fds[2])
-{
-	close(fds[0]);
-	close(fds[1]);
 }
 
 static void check_parked(const struct psplice_result *r, uint64_t soff)
@@ -98,7 +84,7 @@ static void check_parked(const struct psplice_result *r, uint64_t soff)
 /* fd (a pipe or socket end) still holds the stream from soff to SMALL. */
 static void check_left(int fd, uint64_t soff)
 {
-	T_EQ(queued(fd), SMALL - soff);
+	T_EQ(t_queued(fd), SMALL - soff);
 	T_ASSERT(t_check_fd(fd, -1, SMALL - soff, 2, soff));
 }
 
@@ -140,7 +126,7 @@ static void from_stream(void (*make)(int[2]), int out, unsigned int flags)
 	check_parked(&r, 0);
 	check_parked(psplice_last(), 0);
 	check_left(s[0], r.in_bytes);
-	close_pair(s);
+	t_close_pair(s);
 
 	source(s, make);
 	T_ERRNO(psplice_copy(s[0], NULL, out, NULL, SMALL, flags, &r), EPIPE);
@@ -148,7 +134,7 @@ static void from_stream(void (*make)(int[2]), int out, unsigned int flags)
 	check_signals();
 	check_parked(&r, 0);
 	check_left(s[0], r.in_bytes);
-	close_pair(s);
+	t_close_pair(s);
 }
 
 static const unsigned int only_rw = PSPLICE_F_ONLY(PSPLICE_METHOD_READWRITE);
@@ -267,9 +253,9 @@ static pid_t reader(int fd)
 		return pid;
 	if (!t_check_fd(fd, -1, READ_FIRST, 1, 0))
 		_exit(1);
-	for (int i = 0; i < 10000 && queued(fd) == 0; i++)
+	for (int i = 0; i < 10000 && t_queued(fd) == 0; i++)
 		usleep(1000);
-	_exit(queued(fd) > 0 ? 0 : 2);
+	_exit(t_queued(fd) > 0 ? 0 : 2);
 }
 
 static int sink(void (*make)(int[2]), pid_t *pid)

@@ -12,14 +12,6 @@
 #define ONLY_VM PSPLICE_F_ONLY(PSPLICE_METHOD_VMSPLICE)
 #define SIZE 10000
 
-static int queued(int fd)
-{
-	int n = -1;
-
-	T_OK(ioctl(fd, FIONREAD, &n));
-	return n;
-}
-
 static void refused(int in, int out)
 {
 	struct psplice_result r;
@@ -56,20 +48,20 @@ int main(int argc, char **argv)
 	T_EQ(t_pos(out), 0);
 	t_fill_fd(q[1], 1000, 18);
 	refused(q[0], p[1]);     /* pipe to pipe */
-	T_EQ(queued(q[0]), 1000);
+	T_EQ(t_queued(q[0]), 1000);
 	t_fill_fd(s[1], 1000, 18);
 	refused(s[0], p[1]);     /* socket to pipe */
-	T_EQ(queued(s[0]), 1000);
+	T_EQ(t_queued(s[0]), 1000);
 	refused(q[0], s[1]);     /* pipe to socket */
-	T_EQ(queued(q[0]), 1000);
-	T_EQ(queued(p[0]), 0);
+	T_EQ(t_queued(q[0]), 1000);
+	T_EQ(t_queued(p[0]), 0);
 
 	/* The planner's own choice for the pairs vmsplice would suit. */
 	T_EQ(psplice_copy(f, &oi, p[1], NULL, SIZE, 0, &r), 0);
 	T_ASSERT(r.method != PSPLICE_METHOD_VMSPLICE);
 	T_EQ(psplice_copy(q[0], NULL, p[1], NULL, 1000, 0, &r), 0);
 	T_ASSERT(r.method != PSPLICE_METHOD_VMSPLICE);
-	T_EQ(queued(p[0]), SIZE + 1000);
+	T_EQ(t_queued(p[0]), SIZE + 1000);
 	T_ASSERT(t_check_fd(p[0], -1, SIZE, 18, 0));
 	T_ASSERT(t_check_fd(p[0], -1, 1000, 18, 0));
 	return T_PASS;
