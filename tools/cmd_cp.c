@@ -375,7 +375,8 @@ const struct cli_cmd cli_cmd_cp = {
 	"      --sync=WHEN    after the copy, make DEST durable: 'none' (the\n"
 	"                     default), 'data' (fdatasync) or 'full' (fsync, and\n"
 	"                     the directory, so that a new name survives too)\n"
-	"      --no-write-behind  leave the writeback of a large copy to the kernel\n"
+	"      --no-write-behind\n"
+	"                     leave the writeback of a large copy to the kernel\n"
 	"  -v, --verbose      tell on standard error which kernel path moved the\n"
 	"                     bytes, and how many; with --sync, the level reached\n",
 	.main = cp_main,
