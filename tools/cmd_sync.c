@@ -21,30 +21,6 @@ static const struct option longopts[] = {
 	CLI_COMMON_LONGOPTS
 };
 
-/* "64M" -> 67108864; K, M, G, T are powers of 1024. -1 when malformed. */
-static int64_t parse_size(const char *s)
-{
-	static const char units[] = "KMGT";
-	const char *u;
-	char *end;
-	unsigned long long n;
-	int shift = 0;
-
-	if (*s < '0' || *s > '9')
-		return -1;
-	errno = 0;
-	n = strtoull(s, &end, 10);
-	if (errno)
-		return -1;
-	if (*end && (u = strchr(units, *end)) && end[1] == '\0')
-		shift = 10 * (int)(u - units + 1);
-	else if (*end)
-		return -1;
-	if (n > (unsigned long long)INT64_MAX >> shift)
-		return -1;
-	return (int64_t)(n << shift);
-}
-
 /* OFF:LEN; LEN 0 or empty means to end of file. */
 static int parse_range(const char *arg, int64_t *off, int64_t *len)
 {
@@ -55,8 +31,8 @@ static int parse_range(const char *arg, int64_t *off, int64_t *len)
 		return -1;
 	memcpy(head, arg, (size_t)(colon - arg));
 	head[colon - arg] = '\0';
-	*off = parse_size(head);
-	*len = colon[1] ? parse_size(colon + 1) : 0;
+	*off = cli_parse_size(head);
+	*len = colon[1] ? cli_parse_size(colon + 1) : 0;
 	return *off < 0 || *len < 0 ? -1 : 0;
 }
 

@@ -201,6 +201,12 @@ static int put_parked(int fd, const unsigned char *p, size_t n, struct cli_copy 
 int cli_copy_len(int fd_in, int fd_out, uint64_t len, unsigned int flags,
 		 struct cli_copy *c)
 {
+	return cli_copy_at(fd_in, NULL, fd_out, len, flags, c);
+}
+
+int cli_copy_at(int fd_in, int64_t *off_in, int fd_out, uint64_t len,
+		unsigned int flags, struct cli_copy *c)
+{
 	struct psplice_result r;
 	uint64_t left = len;
 	bool out_blocked;
@@ -208,7 +214,7 @@ int cli_copy_len(int fd_in, int fd_out, uint64_t len, unsigned int flags,
 
 	*c = (struct cli_copy){ .method = PSPLICE_METHOD_NONE };
 	for (;;) {
-		if (psplice_copy(fd_in, NULL, fd_out, NULL, left, flags, &r) == 0)
+		if (psplice_copy(fd_in, off_in, fd_out, NULL, left, flags, &r) == 0)
 			break;
 		c->bytes += r.out_bytes;
 		if (r.out_bytes)
@@ -246,4 +252,28 @@ int cli_copy_len(int fd_in, int fd_out, uint64_t len, unsigned int flags,
 int cli_copy(int fd_in, int fd_out, unsigned int flags, struct cli_copy *c)
 {
 	return cli_copy_len(fd_in, fd_out, PSPLICE_TO_EOF, flags, c);
+}
+
+/* "64M" -> 67108864; K, M, G, T are powers of 1024. -1 when malformed. */
+int64_t cli_parse_size(const char *s)
+{
+	static const char units[] = "KMGT";
+	const char *u;
+	char *end;
+	unsigned long long n;
+	int shift = 0;
+
+	if (*s < '0' || *s > '9')
+		return -1;
+	errno = 0;
+	n = strtoull(s, &end, 10);
+	if (errno)
+		return -1;
+	if (*end && (u = strchr(units, *end)) && end[1] == '\0')
+		shift = 10 * (int)(u - units + 1);
+	else if (*end)
+		return -1;
+	if (n > (unsigned long long)INT64_MAX >> shift)
+		return -1;
+	return (int64_t)(n << shift);
 }

@@ -61,6 +61,13 @@ int cli_copy(int fd_in, int fd_out, unsigned int flags, struct cli_copy *c);
  * c->bytes below len means the input ended. */
 int cli_copy_len(int fd_in, int fd_out, uint64_t len, unsigned int flags,
 		 struct cli_copy *c);
+/* The same from a positional input offset (advanced by what was delivered);
+ * off_in NULL uses the file position. */
+int cli_copy_at(int fd_in, int64_t *off_in, int fd_out, uint64_t len,
+		unsigned int flags, struct cli_copy *c);
+
+/* "64M" -> 67108864; K, M, G, T are powers of 1024. -1 when malformed. */
+int64_t cli_parse_size(const char *s);
 
 /* The -v line: "psplice: 'a' -> 'b': 1,048,576 bytes by copy_file_range". */
 void cli_report(const char *in, const char *out, const struct cli_copy *c);
