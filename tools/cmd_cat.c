@@ -14,9 +14,19 @@
 /* What a failed file means for the ones after it. */
 enum { CAT_OK, CAT_NEXT, CAT_STOP };
 
+enum { OPT_OFFSET = 0x200, OPT_LENGTH };
+
 static const struct option longopts[] = {
 	{ "verbose", no_argument, NULL, 'v' },
+	{ "offset", required_argument, NULL, OPT_OFFSET },
+	{ "length", required_argument, NULL, OPT_LENGTH },
 	CLI_COMMON_LONGOPTS
+};
+
+/* The part of each input to copy, as dd's skip= and count= (in bytes). */
+struct range {
+	int64_t offset;
+	uint64_t length; /* PSPLICE_TO_EOF: to the end */
 };
 
 static bool same_regular_file(int a, int b)
@@ -42,7 +52,39 @@ static int failed(const char *name, int fd, const struct cli_copy *c)
 	return c->side == PSPLICE_SIDE_IN ? CAT_NEXT : CAT_STOP;
 }
 
-static int cat_one(const char *arg, bool verbose)
+static bool seekable(int fd)
+{
+	struct stat st;
+
+	return fstat(fd, &st) == 0 && (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode));
+}
+
+/* A file is read at the offset without moving its position; a pipe or a
+ * socket has the first bytes spliced away to /dev/null. */
+static int copy_range(int fd, const struct range *rg, struct cli_copy *c)
+{
+	int64_t off = rg->offset;
+	int null, r;
+
+	if (!rg->offset || seekable(fd))
+		return cli_copy_at(fd, rg->offset || seekable(fd) ? &off : NULL,
+				   STDOUT_FILENO, rg->length, 0, c);
+	null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	if (null < 0) {
+		*c = (struct cli_copy){ .error = errno, .side = PSPLICE_SIDE_NONE };
+		return -1;
+	}
+	r = cli_copy_len(fd, null, (uint64_t)rg->offset, 0, c);
+	close(null);
+	if (r < 0 || c->bytes < (uint64_t)rg->offset) {
+		if (r == 0)
+			c->bytes = 0; /* the input ended before the offset */
+		return r;
+	}
+	return cli_copy_len(fd, STDOUT_FILENO, rg->length, 0, c);
+}
+
+static int cat_one(const char *arg, const struct range *rg, bool verbose)
 {
 	bool is_stdin = !strcmp(arg, "-");
 	const char *name = is_stdin ? STDIN_NAME : arg;
@@ -56,7 +98,7 @@ static int cat_one(const char *arg, bool verbose)
 			return CAT_NEXT;
 		}
 	}
-	if (cli_copy(fd, STDOUT_FILENO, 0, &c) < 0)
+	if (copy_range(fd, rg, &c) < 0)
 		rc = failed(name, fd, &c);
 	else if (verbose)
 		cli_report(name, STDOUT_NAME, &c);
@@ -67,19 +109,36 @@ static int cat_one(const char *arg, bool verbose)
 
 static int cat_main(const struct cli_cmd *cmd, int argc, char **argv)
 {
+	struct range rg = { 0, PSPLICE_TO_EOF };
 	bool verbose = false;
+	int64_t n;
 	int c, i, r, status = 0;
 
 	while ((c = getopt_long(argc, argv, "v", longopts, NULL)) != -1) {
-		if (c == 'v')
+		switch (c) {
+		case 'v':
 			verbose = true;
-		else
+			break;
+		case OPT_OFFSET:
+		case OPT_LENGTH:
+			n = cli_parse_size(optarg);
+			if (n < 0)
+				cli_usage_error(cmd, "invalid %s %s",
+						c == OPT_OFFSET ? "offset" : "length",
+						cli_quote(optarg));
+			if (c == OPT_OFFSET)
+				rg.offset = n;
+			else
+				rg.length = (uint64_t)n;
+			break;
+		default:
 			cli_common_option(cmd, c);
+		}
 	}
 	if (optind == argc)
-		return cat_one("-", verbose) == CAT_OK ? 0 : 1;
+		return cat_one("-", &rg, verbose) == CAT_OK ? 0 : 1;
 	for (i = optind; i < argc; i++) {
-		r = cat_one(argv[i], verbose);
+		r = cat_one(argv[i], &rg, verbose);
 		if (r != CAT_OK)
 			status = 1;
 		if (r == CAT_STOP)
@@ -99,6 +158,10 @@ const struct cli_cmd cli_cmd_cat = {
 	"standard input. A file that cannot be read is reported and skipped; a\n"
 	"write error ends the command.\n"
 	"\n"
+	"      --offset=N     start N bytes into each input (K, M, G, T suffixes);\n"
+	"                     a file is read there without moving its position,\n"
+	"                     a pipe or socket has its first N bytes discarded\n"
+	"      --length=N     copy at most N bytes of each input\n"
 	"  -v, --verbose      tell on standard error which kernel path moved the\n"
 	"                     bytes of each file, and how many\n",
 	.main = cat_main,
