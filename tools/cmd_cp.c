@@ -183,53 +183,108 @@ static int synced(const struct cp_job *j, enum psplice_sync_level level)
 	return 0;
 }
 
+/* Add what one psplice call moved to the totals; on failure, keep why. */
+static int tally(struct cli_copy *c, int rc, const struct psplice_result *r)
+{
+	c->bytes += r->out_bytes;
+	if (r->out_bytes)
+		c->method = r->method;
+	if (rc < 0) {
+		c->error = r->error;
+		c->side = r->side;
+	}
+	return rc;
+}
+
 /* Copy in chunks, each handed to write-behind as it lands, so the page
  * cache never holds more than a few chunks of the destination's dirty
- * pages. Reports its own errors; the final sync, if any, is write-behind's,
- * after the last chunk settled. */
-static int copy_behind(const struct cp_job *j, int in, int out, struct psplice_wb *wb)
+ * pages. */
+static int copy_behind(int in, int out, struct psplice_wb *wb, struct cli_copy *c)
 {
-	enum psplice_sync_level level;
-	struct cli_copy c = { .method = PSPLICE_METHOD_NONE }, part;
+	struct cli_copy part;
 	int64_t off = 0; /* DST was just created or truncated */
 	int rc;
 
+	*c = (struct cli_copy){ .method = PSPLICE_METHOD_NONE };
 	for (;;) {
 		/* No reflink flag: the caller tried one and it was refused. */
 		rc = cli_copy_len(in, out, CP_WB_CHUNK, 0, &part);
-		c.bytes += part.bytes;
+		c->bytes += part.bytes;
 		if (part.bytes)
-			c.method = part.method;
+			c->method = part.method;
 		if (rc < 0) {
-			c.error = part.error;
-			c.side = part.side;
-			break;
+			c->error = part.error;
+			c->side = part.side;
+			return -1;
 		}
 		/* Writeback of what was copied failed: a write error. */
 		if (part.bytes && psplice_wb_wrote(wb, off, part.bytes) < 0) {
-			c.error = errno;
-			c.side = PSPLICE_SIDE_OUT;
-			rc = -1;
-			break;
+			c->error = errno;
+			c->side = PSPLICE_SIDE_OUT;
+			return -1;
 		}
 		off += (int64_t)part.bytes;
 		if (part.bytes < CP_WB_CHUNK)
-			break;
+			return 0;
 	}
-	if (rc < 0) {
-		(void)psplice_wb_finish(wb, 0, NULL);
-		cli_copy_error(j->src, j->dst, &c);
+}
+
+/* Copy only the source's data extents, each at its own offset: the holes
+ * between them are never written, so they stay holes in DST, and a
+ * trailing hole, which has no extent, is made by ftruncate at the end.
+ * wb (may be NULL) paces the writes as copy_behind does. */
+static int copy_extents(int in, int out, struct psplice_wb *wb, struct cli_copy *c)
+{
+	struct psplice_result r;
+	int64_t off_in, off_out;
+	off_t data = 0, hole;
+	uint64_t len;
+	struct stat st;
+
+	*c = (struct cli_copy){ .method = PSPLICE_METHOD_NONE };
+	for (;;) {
+		data = lseek(in, data, SEEK_DATA);
+		if (data < 0) {
+			if (errno == ENXIO) /* no data after this offset */
+				break;
+			goto in_error;
+		}
+		hole = lseek(in, data, SEEK_HOLE);
+		if (hole < 0)
+			goto in_error;
+		while (data < hole) {
+			len = (uint64_t)(hole - data);
+			if (wb && len > CP_WB_CHUNK)
+				len = CP_WB_CHUNK;
+			off_in = off_out = data;
+			if (tally(c, psplice_copy(in, &off_in, out, &off_out, len, 0, &r), &r) < 0)
+				return -1;
+			if (wb && r.out_bytes &&
+			    psplice_wb_wrote(wb, data, r.out_bytes) < 0) {
+				c->error = errno;
+				c->side = PSPLICE_SIDE_OUT;
+				return -1;
+			}
+			/* The source shrank while it was copied. */
+			if (r.out_bytes < len)
+				goto size;
+			data += (off_t)len;
+		}
+	}
+size:
+	/* The size SOURCE has now, in case it changed during the copy. */
+	if (fstat(in, &st) < 0)
+		goto in_error;
+	if (ftruncate(out, st.st_size) < 0) {
+		c->error = errno;
+		c->side = PSPLICE_SIDE_OUT;
 		return -1;
 	}
-	if (j->verbose)
-		cli_report(j->src, j->dst, &c);
-	if (psplice_wb_finish(wb, j->sync, &level) < 0) {
-		/* Without --sync, only the writeback of the last chunks failed. */
-		cli_error(errno, "error %s %s", j->sync ? "syncing" : "writing",
-			  cli_quote(j->dst));
-		return -1;
-	}
-	return j->sync ? synced(j, level) : 0;
+	return 0;
+in_error:
+	c->error = errno;
+	c->side = PSPLICE_SIDE_IN;
+	return -1;
 }
 
 static bool paced(const struct cp_job *j)
@@ -238,37 +293,68 @@ static bool paced(const struct cp_job *j)
 	       j->st.st_size >= CP_WB_THRESHOLD;
 }
 
+/* Fewer blocks than bytes: SOURCE has holes (or a filesystem that packs
+ * small files, where copying extent by extent costs nothing either). Only
+ * between two regular files, which have offsets to keep holes at. */
+static bool sparse(const struct cp_job *j, int out)
+{
+	struct stat st;
+
+	return S_ISREG(j->st.st_mode) &&
+	       (uint64_t)j->st.st_blocks * 512 < (uint64_t)j->st.st_size &&
+	       fstat(out, &st) == 0 && S_ISREG(st.st_mode);
+}
+
 static int copy_data(const struct cp_job *j, int in, int out)
 {
 	enum psplice_sync_level level;
-	struct psplice_wb *wb;
+	struct psplice_wb *wb = NULL;
+	bool holes = sparse(j, out), pace = paced(j);
 	struct cli_copy c;
 	int rc;
 
-	if (!paced(j)) {
+	if (!pace && !holes) {
 		/* Reflink first: where the filesystem cannot share extents,
 		 * the engine falls back to copy_file_range on its first call. */
 		rc = cli_copy(in, out, PSPLICE_F_REFLINK, &c);
-	} else {
-		/* A reflink writes nothing, so has nothing to pace: try one
-		 * alone first, and pace the copy only if it was refused. */
-		rc = cli_copy(in, out, PSPLICE_F_REFLINK_ONLY, &c);
-		if (rc < 0 && c.error == EOPNOTSUPP && !c.bytes) {
-			/* Only a file or a block device has writeback to pace
-			 * (anything else is ESPIPE); without it the copy is as
-			 * correct, just not paced. */
-			wb = psplice_wb_new(out, CP_WB_CHUNK, 0);
-			if (wb)
-				return copy_behind(j, in, out, wb);
-			rc = cli_copy(in, out, 0, &c);
-		}
+		goto copied;
 	}
+	/* A reflink writes nothing, so has nothing to pace, and keeps the
+	 * holes: try one alone first, and copy otherwise only if it was
+	 * refused. */
+	rc = cli_copy(in, out, PSPLICE_F_REFLINK_ONLY, &c);
+	if (rc == 0 || c.error != EOPNOTSUPP || c.bytes)
+		goto copied;
+	/* Only a file or a block device has writeback to pace (anything else
+	 * is ESPIPE); without it the copy is as correct, just not paced. */
+	if (pace)
+		wb = psplice_wb_new(out, CP_WB_CHUNK, 0);
+	if (holes)
+		rc = copy_extents(in, out, wb, &c);
+	else if (wb)
+		rc = copy_behind(in, out, wb, &c);
+	else
+		rc = cli_copy(in, out, 0, &c);
+copied:
 	if (rc < 0) {
+		if (wb)
+			(void)psplice_wb_finish(wb, 0, NULL);
 		cli_copy_error(j->src, j->dst, &c);
 		return -1;
 	}
 	if (j->verbose)
 		cli_report(j->src, j->dst, &c);
+	if (wb) {
+		/* The final sync is write-behind's, after the last chunk
+		 * settled. Without --sync, only the writeback of the last
+		 * chunks can fail here. */
+		if (psplice_wb_finish(wb, j->sync, &level) < 0) {
+			cli_error(errno, "error %s %s", j->sync ? "syncing" : "writing",
+				  cli_quote(j->dst));
+			return -1;
+		}
+		return j->sync ? synced(j, level) : 0;
+	}
 	if (!j->sync)
 		return 0;
 	if (psplice_sync(out, 0, 0, j->sync, &level) < 0) {

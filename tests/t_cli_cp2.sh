@@ -1,0 +1,83 @@
+#!/bin/sh
+# psplice cp, the coreutils-like options: a sparse SOURCE stays sparse in
+# DEST (only its data is written: st_blocks alike, bytes equal).
+# $1 is the scratch directory, the CLI is $PSPLICE_BIN. Silent on pass, but
+# for checks it cannot make, which say why.
+[ -z "${BASH_VERSION:-}" ] && command -v bash >/dev/null && exec bash "$0" "$@"
+set -u
+[ -n "${BASH_VERSION:-}" ] || LINENO=?
+P=${PSPLICE_BIN:?PSPLICE_BIN is not set}
+[ -x "$P" ] || { echo "t_cli_cp2: $P is not built" >&2; exit 1; }
+d=$(mktemp -d "${1:-/tmp}/t_cli_cp2.XXXXXX") && d=$(cd "$d" && pwd) || exit 1
+trap 'rm -rf "$d"' EXIT
+trap 'exit 1' INT TERM
+cd "$d" || exit 1
+umask 022
+
+fail() { echo "t_cli_cp2: line $1: $2" >&2; exit 1; }
+is() { [ "$3" = "$2" ] || fail "$1" "want '$2', got '$3'"; }
+rc_is() { [ "$rc" -eq "$2" ] || fail "$1" "exit status $rc, want $2 ($(cat err 2>/dev/null))"; }
+err_is() {
+	l=$1; shift
+	if [ $# -eq 0 ]; then : >want; else printf '%s\n' "$@" >want; fi
+	cmp -s want err || fail "$l" "stderr: want '$(cat want)', got '$(cat err)'"
+}
+same() { cmp -s "$2" "$3" || fail "$1" "$2 and $3 differ"; }
+skip() { echo "t_cli_cp2: SKIP $*"; }
+blocks() { stat -c %b "$1"; }
+
+head -c 1048576 /dev/urandom >a
+
+# --- sparse files ----------------------------------------------------------
+# sparse_file NAME MiB: NAME is MiB long, with 1 MiB of data at 1, 17 and
+# 40 MiB (when it is that long) and a hole everywhere else, the end too.
+sparse_file() {
+	truncate -s "$2M" "$1"
+	for at in 1 17 40; do
+		[ "$at" -lt "$2" ] || continue
+		head -c 1048576 /dev/urandom |
+			dd of="$1" bs=1M seek="$at" conv=notrunc status=none
+	done
+}
+# sparse_ok LINE SRC DST: equal bytes, and DST no fuller than SRC (a few
+# blocks of slack for the filesystem's own allocation).
+sparse_ok() {
+	same "$1" "$2" "$3"
+	is "$1" "$(stat -c %s "$2")" "$(stat -c %s "$3")"
+	[ "$(blocks "$3")" -le $(($(blocks "$2") + 64)) ] ||
+		fail "$1" "$3: $(blocks "$3") blocks, $2 has $(blocks "$2")"
+}
+
+sparse_file s 64
+if [ "$(blocks s)" -ge $((64 * 2048)) ]; then
+	skip "sparse files: this filesystem does not make holes"
+else
+	"$P" cp s s.copy 2>err; rc=$?
+	rc_is $LINENO 0; err_is $LINENO; sparse_ok $LINENO s s.copy
+	# -v counts the bytes of data, not of holes
+	"$P" cp -v s s.v 2>err; rc=$?
+	rc_is $LINENO 0; sparse_ok $LINENO s s.v
+	grep -Eq "^psplice: 's' -> 's.v': (3,145,728|67,108,864) bytes by " err ||
+		fail $LINENO "-v: $(cat err)"
+	# over an existing, full file: truncated first, so holes again
+	head -c 4194304 /dev/zero >s.old
+	"$P" cp s s.old 2>err; rc=$?
+	rc_is $LINENO 0; sparse_ok $LINENO s s.old
+	# large enough for write-behind (96 MiB), and without it
+	sparse_file big 96
+	"$P" cp big big.wb 2>err; rc=$?
+	rc_is $LINENO 0; sparse_ok $LINENO big big.wb
+	"$P" cp --no-write-behind big big.nowb 2>err; rc=$?
+	rc_is $LINENO 0; sparse_ok $LINENO big big.nowb
+	# all hole, and data that ends where the file does
+	truncate -s 8M hole
+	"$P" cp hole hole.copy 2>err; rc=$?
+	rc_is $LINENO 0; sparse_ok $LINENO hole hole.copy
+	truncate -s 2M tail; head -c 4096 /dev/urandom >>tail
+	"$P" cp tail tail.copy 2>err; rc=$?
+	rc_is $LINENO 0; sparse_ok $LINENO tail tail.copy
+	# into a pipe, the holes are read as zeros
+	"$P" cp s /dev/stdout 2>err | cmp -s - s || fail $LINENO "into a pipe: differs"
+	rm -f s.* big big.* hole* tail*
+fi
+exit 0
