@@ -1,6 +1,9 @@
 #!/bin/sh
 # psplice cp, the coreutils-like options: a sparse SOURCE stays sparse in
-# DEST (only its data is written: st_blocks alike, bytes equal).
+# DEST (only its data is written: st_blocks alike, bytes equal);
+# --reflink=always fails cleanly where extents cannot be shared (ext4) and
+# shares them where they can (an XFS loop mount, root only), never and auto
+# copy.
 # $1 is the scratch directory, the CLI is $PSPLICE_BIN. Silent on pass, but
 # for checks it cannot make, which say why.
 [ -z "${BASH_VERSION:-}" ] && command -v bash >/dev/null && exec bash "$0" "$@"
@@ -79,5 +82,69 @@ else
 	# into a pipe, the holes are read as zeros
 	"$P" cp s /dev/stdout 2>err | cmp -s - s || fail $LINENO "into a pipe: differs"
 	rm -f s.* big big.* hole* tail*
+fi
+# --- --reflink ----------------------------------------------------------------
+fs=$(stat -f -c %T .)
+for w in auto never; do
+	"$P" cp -v --reflink=$w a r.$w 2>err; rc=$?
+	rc_is $LINENO 0; same $LINENO a r.$w
+done
+grep -Eq "by (copy_file_range|sendfile|splice|splice_pipe|readwrite)$" err ||
+	fail $LINENO "--reflink=never: $(cat err)"
+if [ "$fs" = ext2/ext3 ]; then # ext4 says ext2/ext3: it shares no extents
+	"$P" cp --reflink=always a r.always 2>err; rc=$?
+	rc_is $LINENO 1
+	err_is $LINENO "psplice: failed to clone 'r.always' from 'a': Operation not supported"
+	[ ! -e r.always ] || fail $LINENO "--reflink=always left r.always behind"
+	# a bare --reflink is always
+	"$P" cp --reflink a r.always 2>err; rc=$?
+	rc_is $LINENO 1; [ ! -e r.always ] || fail $LINENO "r.always left behind"
+	# an existing DEST is not removed
+	: >r.old
+	"$P" cp --reflink=always a r.old 2>err; rc=$?
+	rc_is $LINENO 1; [ -e r.old ] || fail $LINENO "r.old removed"
+else
+	skip "--reflink=always refused: the scratch directory is on $fs, not ext4"
+fi
+"$P" cp --reflink=sometimes a r.bad 2>err; rc=$?
+rc_is $LINENO 1; [ ! -e r.bad ] || fail $LINENO "copied anyway"
+err_is $LINENO "psplice: invalid argument 'sometimes' for '--reflink'" \
+	"Valid arguments are:" "  - 'auto'" "  - 'always'" "  - 'never'" \
+	"Try 'psplice cp --help' for more information."
+
+# On XFS, always shares the extents (filefrag -v says "shared"), never
+# does not. A loop mount in a private mount namespace, so that nothing is
+# left mounted whatever happens to the test.
+if [ "$(id -u)" -ne 0 ]; then
+	skip "--reflink on XFS: needs root to mount"
+elif ! command -v mkfs.xfs >/dev/null || ! command -v filefrag >/dev/null; then
+	skip "--reflink on XFS: mkfs.xfs (xfsprogs) or filefrag (e2fsprogs) not found"
+elif ! unshare -m --propagation private true 2>/dev/null; then
+	skip "--reflink on XFS: cannot make a mount namespace"
+else
+	truncate -s 320M xfs.img
+	mkdir x
+	unshare -m --propagation private sh -c '
+		mkfs.xfs -q -m reflink=1 xfs.img >/dev/null 2>&1 &&
+			mount -o loop xfs.img x 2>/dev/null || exit 77
+		head -c 4194304 /dev/urandom >x/src
+		"$1" cp --reflink=always x/src x/always 2>err; echo $? >rc.always
+		"$1" cp --reflink=never x/src x/never 2>>err; echo $? >rc.never
+		sync
+		filefrag -v x/always >frag.always 2>&1
+		filefrag -v x/never >frag.never 2>&1
+		cmp -s x/src x/always && cmp -s x/src x/never && echo same >same
+		umount x' sh "$P"
+	if [ $? -eq 77 ]; then
+		skip "--reflink on XFS: cannot make or mount an XFS image"
+	else
+		rc=$(cat rc.always); rc_is $LINENO 0
+		rc=$(cat rc.never); rc_is $LINENO 0
+		err_is $LINENO
+		[ -e same ] || fail $LINENO "the copies on XFS differ from the source"
+		grep -q shared frag.always || fail $LINENO "always: not shared: $(cat frag.always)"
+		! grep -q shared frag.never || fail $LINENO "never: shared: $(cat frag.never)"
+	fi
+	rm -rf xfs.img x
 fi
 exit 0

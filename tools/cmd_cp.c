@@ -10,9 +10,10 @@
 
 #include "common.h"
 
-enum { OPT_SYNC = 0x200, OPT_NO_WRITE_BEHIND };
+enum { OPT_SYNC = 0x200, OPT_NO_WRITE_BEHIND, OPT_REFLINK };
 
 static const struct option longopts[] = {
+	{ "reflink", optional_argument, NULL, OPT_REFLINK },
 	{ "sync", required_argument, NULL, OPT_SYNC },
 	{ "no-write-behind", no_argument, NULL, OPT_NO_WRITE_BEHIND },
 	{ "verbose", no_argument, NULL, 'v' },
@@ -28,6 +29,9 @@ static const struct option longopts[] = {
  * each call completes one chunk and writeback starts as soon as it can. */
 #define CP_WB_CHUNK ((uint64_t)8 << 20)
 
+/* --reflink=WHEN, as cp(1) */
+enum cp_reflink { CP_REFLINK_AUTO, CP_REFLINK_ALWAYS, CP_REFLINK_NEVER };
+
 struct cp_job {
 	const char *src;
 	char *dst;        /* the file written: DST, or DST/basename(SRC) */
@@ -35,6 +39,7 @@ struct cp_job {
 	bool created;     /* DST did not exist: remove it if the copy fails */
 	bool verbose;
 	bool write_behind;
+	enum cp_reflink reflink;
 	unsigned int sync; /* 0, PSPLICE_SYNC_DATA or PSPLICE_SYNC_METADATA */
 };
 
@@ -199,7 +204,8 @@ static int tally(struct cli_copy *c, int rc, const struct psplice_result *r)
 /* Copy in chunks, each handed to write-behind as it lands, so the page
  * cache never holds more than a few chunks of the destination's dirty
  * pages. */
-static int copy_behind(int in, int out, struct psplice_wb *wb, struct cli_copy *c)
+static int copy_behind(int in, int out, unsigned int flags, struct psplice_wb *wb,
+		       struct cli_copy *c)
 {
 	struct cli_copy part;
 	int64_t off = 0; /* DST was just created or truncated */
@@ -207,8 +213,7 @@ static int copy_behind(int in, int out, struct psplice_wb *wb, struct cli_copy *
 
 	*c = (struct cli_copy){ .method = PSPLICE_METHOD_NONE };
 	for (;;) {
-		/* No reflink flag: the caller tried one and it was refused. */
-		rc = cli_copy_len(in, out, CP_WB_CHUNK, 0, &part);
+		rc = cli_copy_len(in, out, CP_WB_CHUNK, flags, &part);
 		c->bytes += part.bytes;
 		if (part.bytes)
 			c->method = part.method;
@@ -233,7 +238,8 @@ static int copy_behind(int in, int out, struct psplice_wb *wb, struct cli_copy *
  * between them are never written, so they stay holes in DST, and a
  * trailing hole, which has no extent, is made by ftruncate at the end.
  * wb (may be NULL) paces the writes as copy_behind does. */
-static int copy_extents(int in, int out, struct psplice_wb *wb, struct cli_copy *c)
+static int copy_extents(int in, int out, unsigned int flags, struct psplice_wb *wb,
+			struct cli_copy *c)
 {
 	struct psplice_result r;
 	int64_t off_in, off_out;
@@ -257,7 +263,7 @@ static int copy_extents(int in, int out, struct psplice_wb *wb, struct cli_copy 
 			if (wb && len > CP_WB_CHUNK)
 				len = CP_WB_CHUNK;
 			off_in = off_out = data;
-			if (tally(c, psplice_copy(in, &off_in, out, &off_out, len, 0, &r), &r) < 0)
+			if (tally(c, psplice_copy(in, &off_in, out, &off_out, len, flags, &r), &r) < 0)
 				return -1;
 			if (wb && r.out_bytes &&
 			    psplice_wb_wrote(wb, data, r.out_bytes) < 0) {
@@ -310,31 +316,51 @@ static int copy_data(const struct cp_job *j, int in, int out)
 	enum psplice_sync_level level;
 	struct psplice_wb *wb = NULL;
 	bool holes = sparse(j, out), pace = paced(j);
+	unsigned int flags = 0; /* a reflink was refused, or is not wanted */
 	struct cli_copy c;
+	struct stat st;
 	int rc;
 
-	if (!pace && !holes) {
+	if (j->reflink == CP_REFLINK_ALWAYS) {
+		/* Shared extents or nothing: the engine never copies. */
+		rc = cli_copy(in, out, PSPLICE_F_REFLINK_ONLY, &c);
+		if (rc < 0) {
+			cli_error(c.error, "failed to clone %s from %s",
+				  cli_quote(j->dst), cli_quote(j->src));
+			return -1;
+		}
+		goto copied;
+	}
+	if (j->reflink == CP_REFLINK_AUTO && !pace && !holes) {
 		/* Reflink first: where the filesystem cannot share extents,
 		 * the engine falls back to copy_file_range on its first call. */
 		rc = cli_copy(in, out, PSPLICE_F_REFLINK, &c);
 		goto copied;
 	}
-	/* A reflink writes nothing, so has nothing to pace, and keeps the
-	 * holes: try one alone first, and copy otherwise only if it was
-	 * refused. */
-	rc = cli_copy(in, out, PSPLICE_F_REFLINK_ONLY, &c);
-	if (rc == 0 || c.error != EOPNOTSUPP || c.bytes)
-		goto copied;
+	if (j->reflink == CP_REFLINK_AUTO) {
+		/* A reflink writes nothing, so has nothing to pace, and keeps
+		 * the holes: try one alone first, and copy otherwise only if
+		 * it was refused. */
+		rc = cli_copy(in, out, PSPLICE_F_REFLINK_ONLY, &c);
+		if (rc == 0 || c.error != EOPNOTSUPP || c.bytes)
+			goto copied;
+	}
+	/* Between two files on XFS or btrfs, copy_file_range shares extents
+	 * too: --reflink=never goes through a pipe instead, which always
+	 * copies (as cp(1) avoids copy_file_range then). */
+	if (j->reflink == CP_REFLINK_NEVER && S_ISREG(j->st.st_mode) &&
+	    fstat(out, &st) == 0 && S_ISREG(st.st_mode))
+		flags = PSPLICE_F_ONLY(PSPLICE_METHOD_SPLICE_PIPE);
 	/* Only a file or a block device has writeback to pace (anything else
 	 * is ESPIPE); without it the copy is as correct, just not paced. */
 	if (pace)
 		wb = psplice_wb_new(out, CP_WB_CHUNK, 0);
 	if (holes)
-		rc = copy_extents(in, out, wb, &c);
+		rc = copy_extents(in, out, flags, wb, &c);
 	else if (wb)
-		rc = copy_behind(in, out, wb, &c);
+		rc = copy_behind(in, out, flags, wb, &c);
 	else
-		rc = cli_copy(in, out, 0, &c);
+		rc = cli_copy(in, out, flags, &c);
 copied:
 	if (rc < 0) {
 		if (wb)
@@ -419,6 +445,20 @@ static unsigned int parse_sync(const struct cli_cmd *cmd, const char *arg)
 			cli_quote(arg));
 }
 
+static enum cp_reflink parse_reflink(const struct cli_cmd *cmd, const char *arg)
+{
+	/* A bare --reflink is --reflink=always, as in cp(1). */
+	if (!arg || !strcmp(arg, "always"))
+		return CP_REFLINK_ALWAYS;
+	if (!strcmp(arg, "auto"))
+		return CP_REFLINK_AUTO;
+	if (!strcmp(arg, "never"))
+		return CP_REFLINK_NEVER;
+	cli_usage_error(cmd, "invalid argument %s for '--reflink'\n"
+			"Valid arguments are:\n  - 'auto'\n  - 'always'\n  - 'never'",
+			cli_quote(arg));
+}
+
 static int cp_main(const struct cli_cmd *cmd, int argc, char **argv)
 {
 	struct cp_job opts = { .write_behind = true };
@@ -429,6 +469,7 @@ static int cp_main(const struct cli_cmd *cmd, int argc, char **argv)
 		case 'v': opts.verbose = true; break;
 		case OPT_SYNC: opts.sync = parse_sync(cmd, optarg); break;
 		case OPT_NO_WRITE_BEHIND: opts.write_behind = false; break;
+		case OPT_REFLINK: opts.reflink = parse_reflink(cmd, optarg); break;
 		default: cli_common_option(cmd, c);
 		}
 	}
@@ -458,6 +499,11 @@ const struct cli_cmd cli_cmd_cp = {
 	"write-behind: each 8 MiB written is sent to the disk and dropped from\n"
 	"the page cache, so the copy does not fill memory with dirty pages.\n"
 	"\n"
+	"      --reflink[=WHEN]\n"
+	"                     'auto' (the default): share extents where the\n"
+	"                     filesystem can, else copy; 'always' (or no WHEN):\n"
+	"                     share them or fail; 'never': always copy, and not\n"
+	"                     by copy_file_range, which shares them on XFS\n"
 	"      --sync=WHEN    after the copy, make DEST durable: 'none' (the\n"
 	"                     default), 'data' (fdatasync) or 'full' (fsync, and\n"
 	"                     the directory, so that a new name survives too)\n"
