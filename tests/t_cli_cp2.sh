@@ -83,6 +83,24 @@ else
 	"$P" cp s /dev/stdout 2>err | cmp -s - s || fail $LINENO "into a pipe: differs"
 	rm -f s.* big big.* hole* tail*
 fi
+# --- -n ---------------------------------------------------------------------
+head -c 5000 /dev/urandom >b
+cp b b.orig
+"$P" cp -n a b 2>err; rc=$?
+rc_is $LINENO 0; err_is $LINENO; same $LINENO b.orig b
+"$P" cp --no-clobber a n.new 2>err; rc=$?
+rc_is $LINENO 0; err_is $LINENO; same $LINENO a n.new
+mkdir ndir; cp b ndir/a
+"$P" cp -n a ndir 2>err; rc=$?
+rc_is $LINENO 0; same $LINENO b ndir/a
+# a dangling symbolic link is an existing DEST too, and is not followed
+ln -s nowhere dangling
+"$P" cp -n a dangling 2>err; rc=$?
+rc_is $LINENO 0; [ ! -e nowhere ] || fail $LINENO "-n followed a dangling link"
+# the same file is still refused
+"$P" cp -n a a 2>err; rc=$?
+rc_is $LINENO 1; err_is $LINENO "psplice: 'a' and 'a' are the same file"
+
 # --- --reflink ----------------------------------------------------------------
 fs=$(stat -f -c %T .)
 for w in auto never; do

@@ -17,6 +17,7 @@ static const struct option longopts[] = {
 	{ "sync", required_argument, NULL, OPT_SYNC },
 	{ "no-write-behind", no_argument, NULL, OPT_NO_WRITE_BEHIND },
 	{ "verbose", no_argument, NULL, 'v' },
+	{ "no-clobber", no_argument, NULL, 'n' },
 	CLI_COMMON_LONGOPTS
 };
 
@@ -38,6 +39,7 @@ struct cp_job {
 	struct stat st;   /* of the source */
 	bool created;     /* DST did not exist: remove it if the copy fails */
 	bool verbose;
+	bool no_clobber;  /* -n: an existing DST is left alone */
 	bool write_behind;
 	enum cp_reflink reflink;
 	unsigned int sync; /* 0, PSPLICE_SYNC_DATA or PSPLICE_SYNC_METADATA */
@@ -115,6 +117,9 @@ static int open_existing(struct cp_job *j)
 	return fd;
 }
 
+/* open_target's answer for a DST that -n leaves alone */
+#define CP_SKIPPED (-2)
+
 static int open_target(struct cp_job *j)
 {
 	mode_t mode = S_ISREG(j->st.st_mode) ? j->st.st_mode & 0777 : 0666;
@@ -130,6 +135,9 @@ static int open_target(struct cp_job *j)
 		j->created = true;
 		return fd;
 	}
+	/* -n: cp(1) skips an existing DST silently, and that is no error. */
+	if (errno == EEXIST && j->no_clobber)
+		return CP_SKIPPED;
 	if (errno == EEXIST)
 		return open_existing(j);
 	cli_error(errno, "cannot create regular file %s", cli_quote(j->dst));
@@ -394,6 +402,8 @@ static int copy_to(struct cp_job *j, int in)
 {
 	int out = open_target(j), rc;
 
+	if (out == CP_SKIPPED)
+		return 0;
 	if (out < 0)
 		return -1;
 	rc = copy_data(j, in, out);
@@ -464,9 +474,10 @@ static int cp_main(const struct cli_cmd *cmd, int argc, char **argv)
 	struct cp_job opts = { .write_behind = true };
 	int c;
 
-	while ((c = getopt_long(argc, argv, "v", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "nv", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'v': opts.verbose = true; break;
+		case 'n': opts.no_clobber = true; break;
 		case OPT_SYNC: opts.sync = parse_sync(cmd, optarg); break;
 		case OPT_NO_WRITE_BEHIND: opts.write_behind = false; break;
 		case OPT_REFLINK: opts.reflink = parse_reflink(cmd, optarg); break;
@@ -499,6 +510,7 @@ const struct cli_cmd cli_cmd_cp = {
 	"write-behind: each 8 MiB written is sent to the disk and dropped from\n"
 	"the page cache, so the copy does not fill memory with dirty pages.\n"
 	"\n"
+	"  -n, --no-clobber   do not overwrite an existing DEST (and succeed)\n"
 	"      --reflink[=WHEN]\n"
 	"                     'auto' (the default): share extents where the\n"
 	"                     filesystem can, else copy; 'always' (or no WHEN):\n"
