@@ -101,6 +101,27 @@ rc_is $LINENO 0; [ ! -e nowhere ] || fail $LINENO "-n followed a dangling link"
 "$P" cp -n a a 2>err; rc=$?
 rc_is $LINENO 1; err_is $LINENO "psplice: 'a' and 'a' are the same file"
 
+# --- -f ---------------------------------------------------------------------
+# A running program cannot be opened for writing (ETXTBSY), not even by
+# root; -f removes it and writes a new file in its place.
+cp "$(command -v sleep)" busy
+if ./busy 30 2>/dev/null & pid=$!; sleep 0.2; ! kill -0 $pid 2>/dev/null; then
+	skip "-f: cannot run a program from the scratch directory"
+else
+	"$P" cp a busy 2>err; rc=$?
+	rc_is $LINENO 1
+	err_is $LINENO "psplice: cannot open 'busy' for writing: Text file busy"
+	"$P" cp -f a busy 2>err; rc=$?
+	rc_is $LINENO 0; err_is $LINENO; same $LINENO a busy
+	# a new file, with SOURCE's mode (less the umask)
+	is $LINENO "$(stat -c %a a)" "$(stat -c %a busy)"
+	kill $pid 2>/dev/null; wait $pid 2>/dev/null
+fi
+# and a writable DEST is simply overwritten, in place
+cp b f.old; ino=$(stat -c %i f.old)
+"$P" cp --force a f.old 2>err; rc=$?
+rc_is $LINENO 0; same $LINENO a f.old; is $LINENO "$ino" "$(stat -c %i f.old)"
+
 # --- --reflink ----------------------------------------------------------------
 fs=$(stat -f -c %T .)
 for w in auto never; do

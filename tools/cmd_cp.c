@@ -18,6 +18,7 @@ static const struct option longopts[] = {
 	{ "no-write-behind", no_argument, NULL, OPT_NO_WRITE_BEHIND },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "no-clobber", no_argument, NULL, 'n' },
+	{ "force", no_argument, NULL, 'f' },
 	CLI_COMMON_LONGOPTS
 };
 
@@ -40,6 +41,7 @@ struct cp_job {
 	bool created;     /* DST did not exist: remove it if the copy fails */
 	bool verbose;
 	bool no_clobber;  /* -n: an existing DST is left alone */
+	bool force;       /* -f: a DST that cannot be opened is replaced */
 	bool write_behind;
 	enum cp_reflink reflink;
 	unsigned int sync; /* 0, PSPLICE_SYNC_DATA or PSPLICE_SYNC_METADATA */
@@ -91,11 +93,28 @@ static int refuse_same(const struct cp_job *j)
 /* An existing destination is opened without O_TRUNC and checked against
  * the source first: through a hard or symbolic link it may be the source
  * itself, and truncating it would destroy the data to be copied. */
-static int open_existing(struct cp_job *j)
+static int open_existing(struct cp_job *j, mode_t mode)
 {
 	struct stat st;
 	int fd = open(j->dst, O_WRONLY | O_CLOEXEC);
 
+	/* -f: a file we may not write (a read-only mode for a user, a
+	 * running program) can still be replaced, if its directory lets us
+	 * remove it. The source was already found not to be DST. */
+	if (fd < 0 && j->force && errno != EISDIR) {
+		if (unlink(j->dst) < 0) {
+			cli_error(errno, "cannot remove %s", cli_quote(j->dst));
+			return -1;
+		}
+		fd = open(j->dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+		if (fd < 0) {
+			cli_error(errno, "cannot create regular file %s",
+				  cli_quote(j->dst));
+			return -1;
+		}
+		j->created = true;
+		return fd;
+	}
 	if (fd < 0) {
 		if (errno == EISDIR)
 			cli_error(0, "cannot overwrite directory %s with non-directory",
@@ -139,7 +158,7 @@ static int open_target(struct cp_job *j)
 	if (errno == EEXIST && j->no_clobber)
 		return CP_SKIPPED;
 	if (errno == EEXIST)
-		return open_existing(j);
+		return open_existing(j, mode);
 	cli_error(errno, "cannot create regular file %s", cli_quote(j->dst));
 	return -1;
 }
@@ -474,10 +493,11 @@ static int cp_main(const struct cli_cmd *cmd, int argc, char **argv)
 	struct cp_job opts = { .write_behind = true };
 	int c;
 
-	while ((c = getopt_long(argc, argv, "nv", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "fnv", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'v': opts.verbose = true; break;
 		case 'n': opts.no_clobber = true; break;
+		case 'f': opts.force = true; break;
 		case OPT_SYNC: opts.sync = parse_sync(cmd, optarg); break;
 		case OPT_NO_WRITE_BEHIND: opts.write_behind = false; break;
 		case OPT_REFLINK: opts.reflink = parse_reflink(cmd, optarg); break;
@@ -510,6 +530,8 @@ const struct cli_cmd cli_cmd_cp = {
 	"write-behind: each 8 MiB written is sent to the disk and dropped from\n"
 	"the page cache, so the copy does not fill memory with dirty pages.\n"
 	"\n"
+	"  -f, --force        if an existing DEST cannot be opened for writing,\n"
+	"                     remove it and try again\n"
 	"  -n, --no-clobber   do not overwrite an existing DEST (and succeed)\n"
 	"      --reflink[=WHEN]\n"
 	"                     'auto' (the default): share extents where the\n"
