@@ -122,6 +122,41 @@ cp b f.old; ino=$(stat -c %i f.old)
 "$P" cp --force a f.old 2>err; rc=$?
 rc_is $LINENO 0; same $LINENO a f.old; is $LINENO "$ino" "$(stat -c %i f.old)"
 
+# --- -p ---------------------------------------------------------------------
+# stamp: owner (as root), a set-user-ID mode (chown would clear it), and
+# times; the atime again each time, as reading p.src moves it (relatime).
+cp a p.src
+[ "$(id -u)" -eq 0 ] && chown 1234:5678 p.src
+chmod 4751 p.src
+touch -m -d '2002-03-04 05:06:07.987654321' p.src
+stamp() {
+	touch -a -d '2001-02-03 04:05:06.123456789' p.src
+	want="$(stat -c '%a %u %g %x %y' p.src)"
+}
+stamp
+"$P" cp -p p.src p.dst 2>err; rc=$?
+# (before cmp, whose reading would move the atime)
+rc_is $LINENO 0; err_is $LINENO
+is $LINENO "$want" "$(stat -c '%a %u %g %x %y' p.dst)"
+same $LINENO a p.dst
+# onto an existing file too, and through the sparse and large paths
+cp b p.old; stamp
+"$P" cp --preserve p.src p.old 2>err; rc=$?
+rc_is $LINENO 0; is $LINENO "$want" "$(stat -c '%a %u %g %x %y' p.old)"
+sparse_file p.sparse 80; chmod 600 p.sparse; touch -d '2003-01-01 00:00:00' p.sparse
+"$P" cp -p p.sparse p.sparse2 2>err; rc=$?
+rc_is $LINENO 0; same $LINENO p.sparse p.sparse2
+is $LINENO "$(stat -c '%a %y' p.sparse)" "$(stat -c '%a %y' p.sparse2)"
+# without -p: the umask'd mode, our owner, new times
+"$P" cp p.src p.nop 2>err; rc=$?
+rc_is $LINENO 0
+is $LINENO "751 $(id -u)" "$(stat -c '%a %u' p.nop)"
+[ "$(stat -c %Y p.nop)" -gt "$(stat -c %Y p.src)" ] || fail $LINENO "p.nop: old mtime"
+# into a device, nothing is preserved (and /dev/null keeps its mode)
+"$P" cp -p p.src /dev/null 2>err; rc=$?
+rc_is $LINENO 0; is $LINENO 666 "$(stat -c %a /dev/null)"
+rm -f p.*
+
 # --- --reflink ----------------------------------------------------------------
 fs=$(stat -f -c %T .)
 for w in auto never; do

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common.h"
@@ -19,6 +20,7 @@ static const struct option longopts[] = {
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "no-clobber", no_argument, NULL, 'n' },
 	{ "force", no_argument, NULL, 'f' },
+	{ "preserve", no_argument, NULL, 'p' },
 	CLI_COMMON_LONGOPTS
 };
 
@@ -42,6 +44,7 @@ struct cp_job {
 	bool verbose;
 	bool no_clobber;  /* -n: an existing DST is left alone */
 	bool force;       /* -f: a DST that cannot be opened is replaced */
+	bool preserve;    /* -p: SOURCE's mode, owner and times */
 	bool write_behind;
 	enum cp_reflink reflink;
 	unsigned int sync; /* 0, PSPLICE_SYNC_DATA or PSPLICE_SYNC_METADATA */
@@ -338,6 +341,39 @@ static bool sparse(const struct cp_job *j, int out)
 	       fstat(out, &st) == 0 && S_ISREG(st.st_mode);
 }
 
+/* -p, once the data is in: times last, since writing changes mtime, and
+ * before any sync, so that the sync covers them. The owner before the
+ * mode: chown clears the set-user-ID and set-group-ID bits. Only root may
+ * give a file away; anyone else keeps their own files, and gets SOURCE's
+ * group only if they are in it, as with cp -p. Only a regular DST: a
+ * device or a FIFO cp writes into is not cp's to change. */
+static int preserve(const struct cp_job *j, int out)
+{
+	const struct timespec times[2] = { j->st.st_atim, j->st.st_mtim };
+	struct stat st;
+
+	if (fstat(out, &st) < 0 || !S_ISREG(st.st_mode))
+		return 0;
+	if (geteuid() == 0) {
+		if (fchown(out, j->st.st_uid, j->st.st_gid) < 0) {
+			cli_error(errno, "failed to preserve ownership for %s",
+				  cli_quote(j->dst));
+			return -1;
+		}
+	} else if (fchown(out, (uid_t)-1, j->st.st_gid) < 0) {
+		/* Not in SOURCE's group: the copy keeps ours. */
+	}
+	if (fchmod(out, j->st.st_mode & 07777) < 0) {
+		cli_error(errno, "preserving permissions for %s", cli_quote(j->dst));
+		return -1;
+	}
+	if (futimens(out, times) < 0) {
+		cli_error(errno, "preserving times for %s", cli_quote(j->dst));
+		return -1;
+	}
+	return 0;
+}
+
 static int copy_data(const struct cp_job *j, int in, int out)
 {
 	enum psplice_sync_level level;
@@ -397,6 +433,11 @@ copied:
 	}
 	if (j->verbose)
 		cli_report(j->src, j->dst, &c);
+	if (j->preserve && preserve(j, out) < 0) {
+		if (wb)
+			(void)psplice_wb_finish(wb, 0, NULL);
+		return -1;
+	}
 	if (wb) {
 		/* The final sync is write-behind's, after the last chunk
 		 * settled. Without --sync, only the writeback of the last
@@ -493,11 +534,12 @@ static int cp_main(const struct cli_cmd *cmd, int argc, char **argv)
 	struct cp_job opts = { .write_behind = true };
 	int c;
 
-	while ((c = getopt_long(argc, argv, "fnv", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "fnpv", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'v': opts.verbose = true; break;
 		case 'n': opts.no_clobber = true; break;
 		case 'f': opts.force = true; break;
+		case 'p': opts.preserve = true; break;
 		case OPT_SYNC: opts.sync = parse_sync(cmd, optarg); break;
 		case OPT_NO_WRITE_BEHIND: opts.write_behind = false; break;
 		case OPT_REFLINK: opts.reflink = parse_reflink(cmd, optarg); break;
@@ -533,6 +575,7 @@ const struct cli_cmd cli_cmd_cp = {
 	"  -f, --force        if an existing DEST cannot be opened for writing,\n"
 	"                     remove it and try again\n"
 	"  -n, --no-clobber   do not overwrite an existing DEST (and succeed)\n"
+	"  -p, --preserve     keep SOURCE's mode, owner (as root) and times\n"
 	"      --reflink[=WHEN]\n"
 	"                     'auto' (the default): share extents where the\n"
 	"                     filesystem can, else copy; 'always' (or no WHEN):\n"
