@@ -28,6 +28,7 @@ struct cli_cmd {
 
 extern const struct cli_cmd cli_cmd_cat;
 extern const struct cli_cmd cli_cmd_cp;
+extern const struct cli_cmd cli_cmd_relay;
 extern const struct cli_cmd cli_cmd_sync;
 
 /* Handle an option that is not the subcommand's own: --help and --version

@@ -9,6 +9,7 @@
 static const struct cli_cmd *const commands[] = {
 	&cli_cmd_cat,
 	&cli_cmd_cp,
+	&cli_cmd_relay,
 	&cli_cmd_sync,
 };
 

@@ -1,0 +1,274 @@
+#!/bin/sh
+# psplice relay on loopback: curl through it to python3 -m http.server, bulk
+# echo both ways at once with checksums, half-close, reset, target down,
+# IPv6 and unix addresses, 100 concurrent connections, idle timeout,
+# SIGUSR1 stats and the SIGTERM drain. Every wait is bounded.
+dir=$1
+bin=${PSPLICE_BIN:?}
+command -v python3 >/dev/null 2>&1 || { echo "SKIP: python3 missing"; exit 77; }
+command -v curl >/dev/null 2>&1 || { echo "SKIP: curl missing (tests/deps.sh check)"; exit 77; }
+t=$(mktemp -d "$dir/cli-relay-XXXXXX") || exit 1
+pids=
+cleanup() {
+	for p in $pids; do kill "$p" 2>/dev/null; done
+	rm -rf "$t"
+}
+trap cleanup EXIT
+fail() {
+	echo "FAIL: $*" >&2
+	for f in "$t"/*.log; do [ -f "$f" ] && sed "s|^|  $(basename "$f"): |" "$f" | tail -8 >&2; done
+	exit 1
+}
+
+# The peers: an echo server that, at the client's EOF, adds "DONE <sha256 of
+# what it got>" and closes; clients that check every byte came back.
+cat > "$t/peer.py" <<'EOF'
+import hashlib, os, socket, struct, sys, threading, time
+
+def addr_of(s):
+    if s.startswith("unix:"):
+        return socket.AF_UNIX, s[5:]
+    host, port = s.rsplit(":", 1)
+    if host.startswith("["):
+        return socket.AF_INET6, (host[1:-1], int(port))
+    return socket.AF_INET, (host, int(port))
+
+def serve(addr, ready):
+    fam, a = addr_of(addr)
+    s = socket.socket(fam, socket.SOCK_STREAM)
+    if fam != socket.AF_UNIX:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(a)
+    s.listen(512)
+    port = s.getsockname()[1] if fam != socket.AF_UNIX else 0
+    with open(ready + ".tmp", "w") as f:
+        f.write("%d\n" % port)
+    os.rename(ready + ".tmp", ready)
+    while True:
+        c, _ = s.accept()
+        threading.Thread(target=echo, args=(c,), daemon=True).start()
+
+def echo(c):
+    h = hashlib.sha256()
+    try:
+        while True:
+            b = c.recv(65536)
+            if not b:
+                break
+            h.update(b)
+            c.sendall(b)
+        c.sendall(b"DONE " + h.hexdigest().encode())
+    except OSError:
+        pass
+    c.close()
+
+def one(addr, n, pause, slow, errs):
+    try:
+        fam, a = addr_of(addr)
+        c = socket.create_connection(a, timeout=30) if fam != socket.AF_UNIX else socket.socket(fam)
+        if fam == socket.AF_UNIX:
+            c.settimeout(30)
+            c.connect(a)
+        data = os.urandom(n)
+        def send():
+            step = 65536
+            for i in range(0, n, step):
+                c.sendall(data[i:i + step])
+                if slow:
+                    time.sleep(slow)
+            # Half-close: the reply must still come back.
+            c.shutdown(socket.SHUT_WR)
+        th = threading.Thread(target=send)
+        th.start()
+        if pause:
+            th.join()
+            time.sleep(pause)
+        got = []
+        while True:
+            b = c.recv(1 << 20)
+            if not b:
+                break
+            got.append(b)
+        th.join()
+        c.close()
+        got = b"".join(got)
+        want = data + b"DONE " + hashlib.sha256(data).hexdigest().encode()
+        if got != want:
+            errs.append("got %d bytes, want %d (%s)" % (len(got), len(want),
+                        "prefix ok" if want.startswith(got) else "corrupt"))
+    except Exception as e:
+        errs.append(repr(e))
+
+def client(addr, conns, n, pause=0.0, slow=0.0):
+    errs = []
+    ths = [threading.Thread(target=one, args=(addr, n, pause, slow, errs)) for _ in range(conns)]
+    for th in ths:
+        th.start()
+    for th in ths:
+        th.join()
+    if errs:
+        print("%d of %d failed: %s" % (len(errs), conns, errs[:3]))
+        sys.exit(1)
+
+def closed(addr):
+    # Target down: the relay closes us cleanly (EOF, no reset) within 5 s.
+    fam, a = addr_of(addr)
+    c = socket.create_connection(a, timeout=5)
+    c.sendall(b"hello")
+    b = c.recv(100)
+    sys.exit(0 if b == b"" else 1)
+
+def reset(addr):
+    fam, a = addr_of(addr)
+    c = socket.create_connection(a, timeout=5)
+    c.sendall(os.urandom(100000))
+    c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    c.close()
+
+def idle(addr):
+    # Send nothing: the relay's idle timeout must end the connection.
+    fam, a = addr_of(addr)
+    c = socket.create_connection(a, timeout=5)
+    sys.exit(0 if c.recv(100) == b"" else 1)
+
+m = sys.argv[1]
+if m == "serve":
+    serve(sys.argv[2], sys.argv[3])
+elif m == "client":
+    client(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]),
+           float(sys.argv[5]) if len(sys.argv) > 5 else 0.0,
+           float(sys.argv[6]) if len(sys.argv) > 6 else 0.0)
+else:
+    globals()[m](sys.argv[2])
+EOF
+
+# wait_for FILE PATTERN: up to 5 s.
+wait_for() {
+	i=0
+	while ! grep -q "$2" "$1" 2>/dev/null; do
+		i=$((i + 1))
+		[ $i -le 50 ] || return 1
+		sleep 0.1
+	done
+}
+
+# serve NAME ADDR: an echo server; its port lands in $port.
+serve() {
+	python3 "$t/peer.py" serve "$2" "$t/$1.port" >"$t/$1-server.log" 2>&1 &
+	pids="$pids $!"
+	wait_for "$t/$1.port" . || fail "$1 echo server did not start"
+	port=$(cat "$t/$1.port")
+}
+
+# relay NAME OPTIONS... LISTEN TARGET: its pid in $rpid, its port in $rport.
+relay() {
+	name=$1
+	shift
+	"$bin" relay -v "$@" 2>"$t/$name.log" &
+	rpid=$!
+	pids="$pids $rpid"
+	wait_for "$t/$name.log" "listening on" || fail "relay $name did not start"
+	rport=$(sed -n 's/.*listening on .*:\([0-9]*\), forwarding.*/\1/p' "$t/$name.log")
+}
+
+alive() { kill -0 "$1" 2>/dev/null || fail "relay $2 died"; }
+
+# curl through the relay to python3 -m http.server.
+mkdir "$t/www"
+head -c 20971520 /dev/urandom > "$t/www/big" || exit 1
+(cd "$t/www" && exec python3 -u -m http.server --bind 127.0.0.1 0 >"$t/http.log" 2>&1) &
+pids="$pids $!"
+wait_for "$t/http.log" "port" || fail "http.server did not start"
+hport=$(sed -n 's/.* port \([0-9]*\) .*/\1/p' "$t/http.log" | head -1)
+relay http 127.0.0.1:0 "127.0.0.1:$hport"
+timeout 20 curl -sS -o "$t/got" "http://127.0.0.1:$rport/big" || fail "curl through the relay"
+cmp -s "$t/www/big" "$t/got" || fail "curl got a different file"
+rm -f "$t/got" "$t/www/big"
+
+# Bulk both ways at once, then half-close with a late reader.
+serve tcp 127.0.0.1:0
+relay tcp -j 2 127.0.0.1:0 "127.0.0.1:$port"
+timeout 20 python3 "$t/peer.py" client "127.0.0.1:$rport" 2 33554432 ||
+	fail "bulk echo both ways"
+timeout 10 python3 "$t/peer.py" client "127.0.0.1:$rport" 1 1048576 0.5 ||
+	fail "half-close: the reply after the client's shutdown did not come"
+# A client that resets: the relay goes on.
+timeout 10 python3 "$t/peer.py" reset "127.0.0.1:$rport" || fail "reset client"
+alive "$rpid" tcp
+# 100 concurrent connections, 1 MiB each way each.
+timeout 30 python3 "$t/peer.py" client "127.0.0.1:$rport" 100 1048576 ||
+	fail "100 concurrent connections"
+alive "$rpid" tcp
+# SIGUSR1: the counters, all connections closed by now (bounded wait).
+i=0
+while :; do
+	kill -USR1 "$rpid"
+	sleep 0.1
+	grep -q "connections 0 open, 104 total; bytes [0-9]* client->target, [0-9]* target->client" \
+		"$t/tcp.log" && break
+	i=$((i + 1))
+	[ $i -le 30 ] || fail "SIGUSR1: no stats line with 0 open, 104 total"
+done
+grep -q "error [a-z]* [a-z]* client" "$t/tcp.log" || fail "the reset was not reported"
+
+# SIGTERM drain: a slow transfer under way completes, then exit 0, and no
+# new connection is accepted meanwhile.
+timeout 20 python3 "$t/peer.py" client "127.0.0.1:$rport" 1 2097152 0 0.05 &
+cpid=$!
+wait_for "$t/tcp.log" "#105 .* open" || fail "drain: the slow client did not connect"
+kill -TERM "$rpid"
+wait_for "$t/tcp.log" "draining" || fail "drain: SIGTERM not seen"
+python3 -c "import socket,sys; socket.create_connection(('127.0.0.1', $rport), timeout=2)" \
+	2>/dev/null && fail "drain: a new connection was accepted"
+wait "$cpid" || fail "drain: the open transfer did not complete"
+wait "$rpid"
+rc=$?
+[ $rc -eq 0 ] || fail "drain: relay exit $rc, want 0"
+
+# Target down: the client is closed cleanly and the relay keeps running.
+python3 -c "import socket; s=socket.socket(); s.bind(('127.0.0.1',0)); print(s.getsockname()[1])" \
+	> "$t/deadport"
+relay down 127.0.0.1:0 "127.0.0.1:$(cat "$t/deadport")"
+timeout 10 python3 "$t/peer.py" closed "127.0.0.1:$rport" || fail "target down: not closed cleanly"
+timeout 10 python3 "$t/peer.py" closed "127.0.0.1:$rport" || fail "target down, twice"
+alive "$rpid" down
+grep -q "cannot connect to '127.0.0.1:[0-9]*': Connection refused" "$t/down.log" ||
+	fail "target down: no cp-style message"
+kill -TERM "$rpid"; wait "$rpid" || fail "target down relay: exit $?"
+
+# Idle timeout.
+relay idle --idle-timeout 0.3 127.0.0.1:0 "127.0.0.1:$port"
+timeout 5 python3 "$t/peer.py" idle "127.0.0.1:$rport" || fail "idle timeout did not close"
+kill -TERM "$rpid"; wait "$rpid" || fail "idle relay: exit $?"
+
+# unix: both as the listener and as the target.
+serve unix "unix:$t/echo.sock"
+relay unix -j 2 "unix:$t/relay.sock" "unix:$t/echo.sock"
+timeout 20 python3 "$t/peer.py" client "unix:$t/relay.sock" 20 1048576 || fail "unix to unix"
+kill -TERM "$rpid"; wait "$rpid" || fail "unix relay: exit $?"
+[ -e "$t/relay.sock" ] && fail "unix relay left its socket behind"
+relay tcpunix 127.0.0.1:0 "unix:$t/echo.sock"
+timeout 20 python3 "$t/peer.py" client "127.0.0.1:$rport" 4 4194304 || fail "tcp to unix"
+kill -TERM "$rpid"; wait "$rpid" || fail "tcp-to-unix relay: exit $?"
+
+# IPv6, where loopback has it.
+if python3 -c "import socket; socket.socket(socket.AF_INET6).bind(('::1', 0))" 2>/dev/null; then
+	serve v6 "[::1]:0"
+	relay v6 "[::1]:0" "[::1]:$port"
+	timeout 20 python3 "$t/peer.py" client "[::1]:$rport" 4 4194304 || fail "IPv6"
+	kill -TERM "$rpid"; wait "$rpid" || fail "IPv6 relay: exit $?"
+else
+	echo "note: no IPv6 loopback, [::1] not tested"
+fi
+
+# Usage errors.
+"$bin" relay 127.0.0.1:0 2>/dev/null && fail "one operand accepted"
+"$bin" relay nocolon 127.0.0.1:1 2>/dev/null && fail "address without port accepted"
+"$bin" relay --idle-timeout x 127.0.0.1:0 127.0.0.1:1 2>/dev/null && fail "bad seconds accepted"
+"$bin" relay -j 0 127.0.0.1:0 127.0.0.1:1 2>/dev/null && fail "-j 0 accepted"
+help=$("$bin" relay --help) || fail "--help"
+for o in --jobs --max-conns --idle-timeout --connect-timeout --drain-timeout \
+	--stats-interval --verbose 127.0.0.1; do
+	echo "$help" | grep -q -- "$o" || fail "--help lacks $o"
+done
+exit 0
