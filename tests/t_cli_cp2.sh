@@ -1,7 +1,9 @@
 #!/bin/sh
 # psplice cp, the coreutils-like options: a sparse SOURCE stays sparse in
-# DEST (only its data is written: st_blocks alike, bytes equal);
-# --reflink=always fails cleanly where extents cannot be shared (ext4) and
+# DEST (only its data is written: st_blocks alike, bytes equal); -n leaves
+# an existing DEST alone and succeeds; -f replaces a DEST that cannot be
+# opened (a running program); -p keeps mode, owner and times to the
+# nanosecond; --reflink=always fails cleanly where extents cannot be shared (ext4) and
 # shares them where they can (an XFS loop mount, root only), never and auto
 # copy.
 # $1 is the scratch directory, the CLI is $PSPLICE_BIN. Silent on pass, but
