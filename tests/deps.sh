@@ -15,6 +15,7 @@ check)
 	want mkfs.xfs xfsprogs
 	want losetup mount
 	want filefrag e2fsprogs
+	want curl curl
 	# gcc's sanitizer runtimes come with gcc; make sure they are there.
 	[ -e "$(gcc -print-file-name=libasan.so)" ] || need="$need libasan8"
 	[ -e "$(gcc -print-file-name=libtsan.so)" ] || need="$need libtsan2"

@@ -125,6 +125,24 @@ def reset(addr):
     c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
     c.close()
 
+def blackhole(addr, ready):
+    # A listener whose queue is full: connects to it hang, SYNs dropped.
+    fam, a = addr_of(addr)
+    s = socket.socket(fam)
+    s.bind(a)
+    s.listen(0)
+    fill = []
+    for _ in range(3):
+        f = socket.socket(fam)
+        f.setblocking(False)
+        f.connect_ex(s.getsockname())
+        fill.append(f)
+    time.sleep(0.3)
+    with open(ready + ".tmp", "w") as f:
+        f.write("%d\n" % s.getsockname()[1])
+    os.rename(ready + ".tmp", ready)
+    time.sleep(60)
+
 def idle(addr):
     # Send nothing: the relay's idle timeout must end the connection.
     fam, a = addr_of(addr)
@@ -134,6 +152,8 @@ def idle(addr):
 m = sys.argv[1]
 if m == "serve":
     serve(sys.argv[2], sys.argv[3])
+elif m == "blackhole":
+    blackhole(sys.argv[2], sys.argv[3])
 elif m == "client":
     client(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]),
            float(sys.argv[5]) if len(sys.argv) > 5 else 0.0,
@@ -236,10 +256,32 @@ grep -q "cannot connect to '127.0.0.1:[0-9]*': Connection refused" "$t/down.log"
 	fail "target down: no cp-style message"
 kill -TERM "$rpid"; wait "$rpid" || fail "target down relay: exit $?"
 
-# Idle timeout.
-relay idle --idle-timeout 0.3 127.0.0.1:0 "127.0.0.1:$port"
+# Connect timeout: a target that never answers; the client is closed.
+python3 "$t/peer.py" blackhole 127.0.0.1:0 "$t/hole.port" >"$t/hole.log" 2>&1 &
+pids="$pids $!"
+wait_for "$t/hole.port" . || fail "blackhole did not start"
+relay hole --connect-timeout 0.5 127.0.0.1:0 "127.0.0.1:$(cat "$t/hole.port")"
+timeout 5 python3 "$t/peer.py" closed "127.0.0.1:$rport" || fail "connect timeout: not closed"
+grep -q "cannot connect to .*: Connection timed out" "$t/hole.log" ||
+	fail "connect timeout: no message"
+kill -TERM "$rpid"; wait "$rpid" || fail "connect-timeout relay: exit $?"
+
+# Idle timeout, and the stats interval.
+relay idle --idle-timeout 0.3 --stats-interval 0.2 127.0.0.1:0 "127.0.0.1:$port"
 timeout 5 python3 "$t/peer.py" idle "127.0.0.1:$rport" || fail "idle timeout did not close"
+grep -q "#1 .* idle timeout: 0 bytes" "$t/idle.log" || fail "idle timeout not reported"
+wait_for "$t/idle.log" "connections 0 open, 1 total" || fail "--stats-interval printed nothing"
 kill -TERM "$rpid"; wait "$rpid" || fail "idle relay: exit $?"
+
+# --max-conns 1: a second client waits until the first is gone.
+relay max --max-conns 1 -j 2 127.0.0.1:0 "127.0.0.1:$port"
+timeout 10 python3 "$t/peer.py" client "127.0.0.1:$rport" 1 1048576 1 &
+first=$!
+wait_for "$t/max.log" "#1 .* open" || fail "max-conns: first client"
+timeout 10 python3 "$t/peer.py" client "127.0.0.1:$rport" 1 1048576 || fail "max-conns: second client"
+grep -q "#1 .* closed" "$t/max.log" || fail "max-conns: second client served while the first was open"
+wait "$first" || fail "max-conns: first client"
+kill -TERM "$rpid"; wait "$rpid" || fail "max-conns relay: exit $?"
 
 # unix: both as the listener and as the target.
 serve unix "unix:$t/echo.sock"
