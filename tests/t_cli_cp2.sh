@@ -3,7 +3,8 @@
 # DEST (only its data is written: st_blocks alike, bytes equal); -n leaves
 # an existing DEST alone and succeeds; -f replaces a DEST that cannot be
 # opened (a running program); -p keeps mode, owner and times to the
-# nanosecond; --reflink=always fails cleanly where extents cannot be shared (ext4) and
+# nanosecond; -r copies trees (diff -r equal, links as links, modes,
+# sparse files, FIFOs; into itself refused); --reflink=always fails cleanly where extents cannot be shared (ext4) and
 # shares them where they can (an XFS loop mount, root only), never and auto
 # copy.
 # $1 is the scratch directory, the CLI is $PSPLICE_BIN. Silent on pass, but
@@ -158,6 +159,65 @@ is $LINENO "751 $(id -u)" "$(stat -c '%a %u' p.nop)"
 "$P" cp -p p.src /dev/null 2>err; rc=$?
 rc_is $LINENO 0; is $LINENO 666 "$(stat -c %a /dev/null)"
 rm -f p.*
+
+# --- -r ---------------------------------------------------------------------
+mkdir -p t/a/b t/e t/empty
+cp a t/a/f; cp b t/a/b/g; : >t/zero
+sparse_file t/a/sp 24
+ln -s ../a/f t/e/rel; ln -s nowhere t/dang; ln -s "$d/a" t/abs
+chmod 750 t/a; chmod 700 t/e
+"$P" cp -r t t.copy 2>err; rc=$?
+rc_is $LINENO 0; err_is $LINENO
+diff -r --no-dereference t t.copy >/dev/null || fail $LINENO "diff -r: $(diff -r --no-dereference t t.copy 2>&1 | head -3)"
+# links as links, with their targets as they were
+for l in e/rel dang abs; do
+	[ -L t.copy/$l ] || fail $LINENO "t.copy/$l is not a symbolic link"
+	is $LINENO "$(readlink t/$l)" "$(readlink t.copy/$l)"
+done
+is $LINENO "750 700 755" "$(stat -c %a t.copy/a t.copy/e t.copy/empty | tr '\n' ' ' | sed 's/ $//')"
+sparse_ok $LINENO t/a/sp t.copy/a/sp
+# into an existing directory, under SOURCE's name, with -R too
+mkdir into
+"$P" cp -R t into 2>err; rc=$?
+rc_is $LINENO 0; diff -r --no-dereference t into/t >/dev/null || fail $LINENO "into/t differs"
+# again over the copy (t/.: its contents, not t.copy/t): files overwritten, links already there are an
+# error (as cp -r without -f), -n leaves all alone, -f replaces them
+echo changed >t.copy/a/f
+"$P" cp -rn t/. t.copy 2>err; rc=$?
+rc_is $LINENO 0; err_is $LINENO; is $LINENO changed "$(cat t.copy/a/f)"
+"$P" cp -rf t/. t.copy 2>err; rc=$?
+rc_is $LINENO 0; err_is $LINENO; same $LINENO t/a/f t.copy/a/f
+"$P" cp -r t/. t.copy 2>err; rc=$?
+rc_is $LINENO 1
+grep -q "^psplice: cannot create symbolic link 't.copy/./dang': File exists$" err ||
+	fail $LINENO "stderr: $(cat err)"
+same $LINENO t/a/f t.copy/a/f
+# -p: directory times too, set after their contents were made
+touch -d '2004-05-06 07:08:09' t/a t
+"$P" cp -rp t t.p 2>err; rc=$?
+rc_is $LINENO 0; err_is $LINENO
+is $LINENO "$(stat -c '%a %y' t/a t)" "$(stat -c '%a %y' t.p/a t.p)"
+is $LINENO "$(stat -c %Y t/a/f)" "$(stat -c %Y t.p/a/f)"
+# a FIFO is made anew, not read
+mkfifo t/fifo
+"$P" cp -r t t.fifo 2>err; rc=$?
+rc_is $LINENO 0; [ -p t.fifo/fifo ] || fail $LINENO "t.fifo/fifo is not a FIFO"
+rm t/fifo
+# refused: a directory into itself (before anything is made), onto a
+# file, and without -r
+"$P" cp -r t t/inside 2>err; rc=$?
+rc_is $LINENO 1; [ ! -e t/inside ] || fail $LINENO "t/inside was made"
+err_is $LINENO "psplice: cannot copy a directory, 't', into itself, 't/inside'"
+"$P" cp -r t a 2>err; rc=$?
+rc_is $LINENO 1
+err_is $LINENO "psplice: cannot overwrite non-directory 'a' with directory 't'"
+"$P" cp t t.nor 2>err; rc=$?
+rc_is $LINENO 1; [ ! -e t.nor ] || fail $LINENO "t.nor was made"
+err_is $LINENO "psplice: -r not specified; omitting directory 't'"
+# -r with a file is a plain copy
+"$P" cp -r a r.file 2>err; rc=$?
+rc_is $LINENO 0; same $LINENO a r.file
+rm -rf t t.* into r.file
 
 # --- --reflink ----------------------------------------------------------------
 fs=$(stat -f -c %T .)

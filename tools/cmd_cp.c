@@ -1,7 +1,10 @@
 /* psplice cp: one file to another, or into a directory, by reflink where
- * the filesystem shares extents, else copy_file_range, splice, read/write. */
+ * the filesystem shares extents, else copy_file_range, splice, read/write;
+ * with -r, whole trees, each file by the same path. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +24,7 @@ static const struct option longopts[] = {
 	{ "no-clobber", no_argument, NULL, 'n' },
 	{ "force", no_argument, NULL, 'f' },
 	{ "preserve", no_argument, NULL, 'p' },
+	{ "recursive", no_argument, NULL, 'r' },
 	CLI_COMMON_LONGOPTS
 };
 
@@ -45,6 +49,7 @@ struct cp_job {
 	bool no_clobber;  /* -n: an existing DST is left alone */
 	bool force;       /* -f: a DST that cannot be opened is replaced */
 	bool preserve;    /* -p: SOURCE's mode, owner and times */
+	bool recursive;   /* -r: directories and what is in them */
 	bool write_behind;
 	enum cp_reflink reflink;
 	unsigned int sync; /* 0, PSPLICE_SYNC_DATA or PSPLICE_SYNC_METADATA */
@@ -477,8 +482,10 @@ static int copy_to(struct cp_job *j, int in)
 	return rc;
 }
 
-/* opts: the options, in a job not yet started. */
-static int cp_file(const char *src, const char *dst, const struct cp_job *opts)
+/* opts: the options, in a job not yet started. exact: DST is the file to
+ * write, even if it is a directory (in a tree, never copy into one). */
+static int cp_file(const char *src, const char *dst, const struct cp_job *opts,
+		   bool exact)
 {
 	struct cp_job j = *opts;
 	int in, rc = -1;
@@ -493,12 +500,272 @@ static int cp_file(const char *src, const char *dst, const struct cp_job *opts)
 		cli_error(errno, "cannot stat %s", cli_quote(src));
 	else if (S_ISDIR(j.st.st_mode))
 		cli_error(0, "-r not specified; omitting directory %s", cli_quote(src));
-	else if (!(j.dst = target_path(src, dst)))
+	else if (!(j.dst = exact ? strdup(dst) : target_path(src, dst)))
 		cli_error(ENOMEM, "cannot copy %s", cli_quote(src));
 	else
 		rc = copy_to(&j, in);
 	free(j.dst);
 	close(in);
+	return rc;
+}
+
+/* -r: one walk from a SOURCE directory to its copy. */
+struct cp_tree {
+	const struct cp_job *opts;
+	const char *top_src, *top_dst;
+	struct stat top;  /* of top_dst, once made: not to be copied into itself */
+	bool top_known;
+	mode_t umask;
+};
+
+static char *join(const char *dir, const char *name)
+{
+	char *p;
+
+	if (asprintf(&p, "%s%s%s", dir, dir[strlen(dir) - 1] == '/' ? "" : "/", name) < 0)
+		return NULL;
+	return p;
+}
+
+/* -p for what cp_file does not open: a directory, a symbolic link (which
+ * has no mode of its own to set) or a special file. By path: none of them
+ * is open here. */
+static int preserve_path(const char *dst, const struct stat *st)
+{
+	const struct timespec times[2] = { st->st_atim, st->st_mtim };
+
+	if (geteuid() == 0 && lchown(dst, st->st_uid, st->st_gid) < 0) {
+		cli_error(errno, "failed to preserve ownership for %s", cli_quote(dst));
+		return -1;
+	}
+	if (!S_ISLNK(st->st_mode) &&
+	    chmod(dst, st->st_mode & 07777) < 0) {
+		cli_error(errno, "preserving permissions for %s", cli_quote(dst));
+		return -1;
+	}
+	if (utimensat(AT_FDCWD, dst, times, AT_SYMLINK_NOFOLLOW) < 0) {
+		cli_error(errno, "preserving times for %s", cli_quote(dst));
+		return -1;
+	}
+	return 0;
+}
+
+/* An existing DST in a tree: skipped with -n, removed with -f so that
+ * the new node can take its name, else an error. 1: go on, 0: skip. */
+static int make_room(const struct cp_tree *t, const char *dst, const char *what)
+{
+	if (t->opts->no_clobber)
+		return 0;
+	if (t->opts->force && unlink(dst) == 0)
+		return 1;
+	cli_error(EEXIST, "cannot create %s %s", what, cli_quote(dst));
+	return -1;
+}
+
+/* A symbolic link is copied as a link, to the same target, as cp -r does:
+ * following it could copy a whole other tree, or loop. */
+static int cp_symlink(const struct cp_tree *t, const char *src, const char *dst,
+		      const struct stat *st)
+{
+	size_t size = st->st_size > 0 ? (size_t)st->st_size + 1 : PATH_MAX;
+	char *target = malloc(size);
+	ssize_t n;
+	int rc = -1;
+
+	if (!target) {
+		cli_error(ENOMEM, "cannot copy %s", cli_quote(src));
+		return -1;
+	}
+	n = readlink(src, target, size);
+	if (n < 0 || (size_t)n >= size) {
+		cli_error(n < 0 ? errno : ENAMETOOLONG, "cannot read symbolic link %s",
+			  cli_quote(src));
+		goto out;
+	}
+	target[n] = '\0';
+	while (symlink(target, dst) < 0) {
+		if (errno != EEXIST) {
+			cli_error(errno, "cannot create symbolic link %s", cli_quote(dst));
+			goto out;
+		}
+		rc = make_room(t, dst, "symbolic link");
+		if (rc <= 0)
+			goto out;
+		rc = -1;
+	}
+	rc = t->opts->preserve ? preserve_path(dst, st) : 0;
+out:
+	free(target);
+	return rc;
+}
+
+/* FIFOs, devices and sockets are made anew, as cp -r makes them: their
+ * "contents" are not data that a copy could read to an end. */
+static int cp_special(const struct cp_tree *t, const char *dst, const struct stat *st)
+{
+	int rc;
+
+	while (mknod(dst, st->st_mode & ~t->umask, st->st_rdev) < 0) {
+		if (errno != EEXIST) {
+			cli_error(errno, "cannot create special file %s", cli_quote(dst));
+			return -1;
+		}
+		rc = make_room(t, dst, "special file");
+		if (rc <= 0)
+			return rc;
+	}
+	return t->opts->preserve ? preserve_path(dst, st) : 0;
+}
+
+static int cp_node(struct cp_tree *t, const char *src, const char *dst);
+
+static int cp_dir(struct cp_tree *t, const char *src, const char *dst,
+		  const struct stat *st)
+{
+	struct dirent *e;
+	struct stat dst_st;
+	bool made = false;
+	char *s, *d;
+	DIR *dir;
+	int rc = 0;
+
+	/* The copy of the top directory is made inside it: copying it would
+	 * never end. */
+	if (t->top_known && same_inode(st, &t->top)) {
+		cli_error(0, "cannot copy a directory, %s, into itself, %s",
+			  cli_quote(t->top_src), cli_quote(t->top_dst));
+		return -1;
+	}
+	/* Ours to fill first: SOURCE's mode may not let us write into it. */
+	if (mkdir(dst, 0700) == 0) {
+		made = true;
+	} else if (errno != EEXIST || stat(dst, &dst_st) < 0 || !S_ISDIR(dst_st.st_mode)) {
+		if (errno == EEXIST)
+			cli_error(0, "cannot overwrite non-directory %s with directory %s",
+				  cli_quote(dst), cli_quote(src));
+		else
+			cli_error(errno, "cannot create directory %s", cli_quote(dst));
+		return -1;
+	}
+	if (!t->top_known) {
+		if (stat(dst, &t->top) < 0) {
+			cli_error(errno, "cannot stat %s", cli_quote(dst));
+			return -1;
+		}
+		t->top_known = true;
+	}
+	dir = opendir(src);
+	if (!dir) {
+		cli_error(errno, "cannot access %s", cli_quote(src));
+		rc = -1;
+	}
+	while (dir) {
+		errno = 0;
+		e = readdir(dir);
+		if (!e) {
+			if (errno) {
+				cli_error(errno, "cannot read directory %s", cli_quote(src));
+				rc = -1;
+			}
+			break;
+		}
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		s = join(src, e->d_name);
+		d = join(dst, e->d_name);
+		if (!s || !d) {
+			cli_error(ENOMEM, "cannot copy %s", cli_quote(src));
+			rc = -1;
+		} else if (cp_node(t, s, d) < 0) {
+			rc = -1;
+		}
+		free(s);
+		free(d);
+	}
+	if (dir)
+		closedir(dir);
+	/* Mode and times last: the entries made above changed the mtime. An
+	 * existing directory keeps its mode, as with cp -r. */
+	if (t->opts->preserve) {
+		if (preserve_path(dst, st) < 0)
+			rc = -1;
+	} else if (made && chmod(dst, st->st_mode & 0777 & ~t->umask) < 0) {
+		cli_error(errno, "setting permissions for %s", cli_quote(dst));
+		rc = -1;
+	}
+	return rc;
+}
+
+static int cp_node(struct cp_tree *t, const char *src, const char *dst)
+{
+	struct stat st;
+
+	if (lstat(src, &st) < 0) {
+		cli_error(errno, "cannot stat %s", cli_quote(src));
+		return -1;
+	}
+	if (S_ISDIR(st.st_mode))
+		return cp_dir(t, src, dst, &st);
+	if (S_ISLNK(st.st_mode))
+		return cp_symlink(t, src, dst, &st);
+	if (S_ISREG(st.st_mode))
+		return cp_file(src, dst, t->opts, true);
+	return cp_special(t, dst, &st);
+}
+
+/* Would the copy of directory src be made inside src? Then it would copy
+ * itself, without end: refused before anything is made, as cp -r does. */
+static bool into_itself(const char *src, const char *dst)
+{
+	char *parent = parent_of(dst), *rs = realpath(src, NULL), *rp = NULL;
+	size_t n;
+	bool in = false;
+
+	if (parent && rs)
+		rp = realpath(parent, NULL);
+	if (rp) {
+		n = strlen(rs);
+		in = !strncmp(rp, rs, n) && (rp[n] == '\0' || rp[n] == '/' || n == 1);
+	}
+	free(parent);
+	free(rs);
+	free(rp);
+	return in;
+}
+
+/* -r: SOURCE is copied as it is, a link as a link; DST as for a file:
+ * into it when it is a directory. Anything but a directory or a link at
+ * the top is a plain copy. */
+static int cp_tree(const char *src, const char *dst, const struct cp_job *opts)
+{
+	struct cp_tree t = { .opts = opts };
+	struct stat st;
+	char *target;
+	int rc;
+
+	if (lstat(src, &st) < 0) {
+		cli_error(errno, "cannot stat %s", cli_quote(src));
+		return -1;
+	}
+	if (!S_ISDIR(st.st_mode) && !S_ISLNK(st.st_mode))
+		return cp_file(src, dst, opts, false);
+	target = target_path(src, dst);
+	if (!target) {
+		cli_error(ENOMEM, "cannot copy %s", cli_quote(src));
+		return -1;
+	}
+	if (S_ISDIR(st.st_mode) && into_itself(src, target)) {
+		cli_error(0, "cannot copy a directory, %s, into itself, %s",
+			  cli_quote(src), cli_quote(target));
+		free(target);
+		return -1;
+	}
+	t.umask = umask(0);
+	umask(t.umask);
+	t.top_src = src;
+	t.top_dst = target;
+	rc = cp_node(&t, src, target);
+	free(target);
 	return rc;
 }
 
@@ -534,12 +801,14 @@ static int cp_main(const struct cli_cmd *cmd, int argc, char **argv)
 	struct cp_job opts = { .write_behind = true };
 	int c;
 
-	while ((c = getopt_long(argc, argv, "fnpv", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "fnprRv", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'v': opts.verbose = true; break;
 		case 'n': opts.no_clobber = true; break;
 		case 'f': opts.force = true; break;
 		case 'p': opts.preserve = true; break;
+		case 'r': /* fall through */
+		case 'R': opts.recursive = true; break;
 		case OPT_SYNC: opts.sync = parse_sync(cmd, optarg); break;
 		case OPT_NO_WRITE_BEHIND: opts.write_behind = false; break;
 		case OPT_REFLINK: opts.reflink = parse_reflink(cmd, optarg); break;
@@ -553,7 +822,9 @@ static int cp_main(const struct cli_cmd *cmd, int argc, char **argv)
 				cli_quote(argv[optind]));
 	if (optind + 2 < argc)
 		cli_usage_error(cmd, "extra operand %s", cli_quote(argv[optind + 2]));
-	return cp_file(argv[optind], argv[optind + 1], &opts) < 0 ? 1 : 0;
+	if (opts.recursive)
+		return cp_tree(argv[optind], argv[optind + 1], &opts) < 0 ? 1 : 0;
+	return cp_file(argv[optind], argv[optind + 1], &opts, false) < 0 ? 1 : 0;
 }
 
 const struct cli_cmd cli_cmd_cp = {
@@ -576,6 +847,9 @@ const struct cli_cmd cli_cmd_cp = {
 	"                     remove it and try again\n"
 	"  -n, --no-clobber   do not overwrite an existing DEST (and succeed)\n"
 	"  -p, --preserve     keep SOURCE's mode, owner (as root) and times\n"
+	"  -r, -R, --recursive\n"
+	"                     copy a directory SOURCE and all it holds; symbolic\n"
+	"                     links are copied as links\n"
 	"      --reflink[=WHEN]\n"
 	"                     'auto' (the default): share extents where the\n"
 	"                     filesystem can, else copy; 'always' (or no WHEN):\n"
