@@ -15,7 +15,8 @@ set -u
 P=${PSPLICE_BIN:?PSPLICE_BIN is not set}
 [ -x "$P" ] || { echo "t_cli_cp2: $P is not built" >&2; exit 1; }
 d=$(mktemp -d "${1:-/tmp}/t_cli_cp2.XXXXXX") && d=$(cd "$d" && pwd) || exit 1
-trap 'rm -rf "$d"' EXIT
+pid=
+trap '[ -n "$pid" ] && kill $pid 2>/dev/null; rm -rf "$d"' EXIT
 trap 'exit 1' INT TERM
 cd "$d" || exit 1
 umask 022
@@ -108,7 +109,14 @@ rc_is $LINENO 1; err_is $LINENO "psplice: 'a' and 'a' are the same file"
 # A running program cannot be opened for writing (ETXTBSY), not even by
 # root; -f removes it and writes a new file in its place.
 cp "$(command -v sleep)" busy
-if ./busy 30 2>/dev/null & pid=$!; sleep 0.2; ! kill -0 $pid 2>/dev/null; then
+./busy 30 2>/dev/null & pid=$!
+# until the exec is done: only then is busy a running program
+running=
+for i in $(seq 100); do
+	case $(readlink /proc/$pid/exe 2>/dev/null) in */busy) running=1; break ;; esac
+	sleep 0.02
+done
+if [ -z "$running" ]; then
 	skip "-f: cannot run a program from the scratch directory"
 else
 	"$P" cp a busy 2>err; rc=$?
@@ -118,8 +126,8 @@ else
 	rc_is $LINENO 0; err_is $LINENO; same $LINENO a busy
 	# a new file, with SOURCE's mode (less the umask)
 	is $LINENO "$(stat -c %a a)" "$(stat -c %a busy)"
-	kill $pid 2>/dev/null; wait $pid 2>/dev/null
 fi
+kill $pid 2>/dev/null; wait $pid 2>/dev/null; pid=
 # and a writable DEST is simply overwritten, in place
 cp b f.old; ino=$(stat -c %i f.old)
 "$P" cp --force a f.old 2>err; rc=$?
