@@ -33,18 +33,19 @@ def addr_of(s):
         return socket.AF_INET6, (host[1:-1], int(port))
     return socket.AF_INET, (host, int(port))
 
-def serve(addr, ready):
+def serve(addr, ready, backlog=512, delay=0.0):
     fam, a = addr_of(addr)
     s = socket.socket(fam, socket.SOCK_STREAM)
     if fam != socket.AF_UNIX:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     s.bind(a)
-    s.listen(512)
+    s.listen(backlog)
     port = s.getsockname()[1] if fam != socket.AF_UNIX else 0
     with open(ready + ".tmp", "w") as f:
         f.write("%d\n" % port)
     os.rename(ready + ".tmp", ready)
     while True:
+        time.sleep(delay)
         c, _ = s.accept()
         threading.Thread(target=echo, args=(c,), daemon=True).start()
 
@@ -151,7 +152,8 @@ def idle(addr):
 
 m = sys.argv[1]
 if m == "serve":
-    serve(sys.argv[2], sys.argv[3])
+    serve(sys.argv[2], sys.argv[3], int(sys.argv[4]) if len(sys.argv) > 4 else 512,
+          float(sys.argv[5]) if len(sys.argv) > 5 else 0.0)
 elif m == "blackhole":
     blackhole(sys.argv[2], sys.argv[3])
 elif m == "client":
@@ -172,9 +174,9 @@ wait_for() {
 	done
 }
 
-# serve NAME ADDR: an echo server; its port lands in $port.
+# serve NAME ADDR [BACKLOG DELAY]: an echo server; its port lands in $port.
 serve() {
-	python3 "$t/peer.py" serve "$2" "$t/$1.port" >"$t/$1-server.log" 2>&1 &
+	python3 "$t/peer.py" serve "$2" "$t/$1.port" $3 $4 >"$t/$1-server.log" 2>&1 &
 	pids="$pids $!"
 	wait_for "$t/$1.port" . || fail "$1 echo server did not start"
 	port=$(cat "$t/$1.port")
@@ -283,10 +285,11 @@ grep -q "#1 .* closed" "$t/max.log" || fail "max-conns: second client served whi
 wait "$first" || fail "max-conns: first client"
 kill -TERM "$rpid"; wait "$rpid" || fail "max-conns relay: exit $?"
 
-# unix: both as the listener and as the target.
-serve unix "unix:$t/echo.sock"
+# unix: both as the listener and as the target, whose short queue and slow
+# accept make connects fail with EAGAIN, tried again until they succeed.
+serve unix "unix:$t/echo.sock" 1 0.01
 relay unix -j 2 "unix:$t/relay.sock" "unix:$t/echo.sock"
-timeout 20 python3 "$t/peer.py" client "unix:$t/relay.sock" 20 1048576 || fail "unix to unix"
+timeout 20 python3 "$t/peer.py" client "unix:$t/relay.sock" 50 1048576 || fail "unix to unix"
 kill -TERM "$rpid"; wait "$rpid" || fail "unix relay: exit $?"
 [ -e "$t/relay.sock" ] && fail "unix relay left its socket behind"
 relay tcpunix 127.0.0.1:0 "unix:$t/echo.sock"

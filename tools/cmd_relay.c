@@ -29,6 +29,7 @@
 #define BUDGET 16            /* calls per direction per event: fairness */
 #define ACCEPT_BATCH 64
 #define RETRY_MS 100         /* a paused listener looks again this often */
+#define RECONNECT_MS 20      /* a unix target with a full queue, the same */
 #define NEVER INT64_MAX
 
 enum { OPT_MAX_CONNS = 0x200, OPT_IDLE, OPT_CONNECT, OPT_DRAIN, OPT_STATS };
@@ -88,6 +89,7 @@ struct conn {
 	struct handle client, target;
 	struct dir d[2];
 	bool connecting;
+	int64_t retry_at;    /* connect again then (unix target busy); 0: no */
 	bool dead;           /* closed; freed after this batch of events */
 	uint64_t id;
 	int64_t deadline;    /* connect timeout, then idle timeout */
@@ -272,7 +274,8 @@ static void update_interest(struct worker *w, struct conn *c)
 	int i;
 
 	if (c->connecting) {
-		set_events(w, &c->target, EPOLLOUT);
+		/* A socket between two connect attempts has nothing to say. */
+		set_events(w, &c->target, c->retry_at ? 0 : EPOLLOUT);
 		return;
 	}
 	for (i = 0; i < 2; i++) {
@@ -376,12 +379,35 @@ static void connect_failed(struct worker *w, struct conn *c, int err)
 	conn_close(w, c, NULL, 0);
 }
 
-/* Start the connection to TARGET; it completes in the loop (EPOLLOUT). */
+/* TCP completes in the loop (EPOLLOUT). A unix listener whose queue is full
+ * says EAGAIN at once instead of making us wait: try again shortly, until
+ * the connect timeout. */
+static void try_connect(struct worker *w, struct conn *c)
+{
+	const struct addr *t = &w->r->target;
+
+	c->retry_at = 0;
+	if (connect(c->target.fd, (const struct sockaddr *)&t->ss, t->len) == 0) {
+		connected(w, c);
+		return;
+	}
+	if (errno == EAGAIN && t->ss.ss_family == AF_UNIX) {
+		c->retry_at = now_ms() + RECONNECT_MS;
+		if (c->retry_at < w->next_check)
+			w->next_check = c->retry_at;
+	} else if (errno != EINPROGRESS) {
+		connect_failed(w, c, errno);
+		return;
+	}
+	update_interest(w, c);
+}
+
+/* Start the connection to TARGET. */
 static void conn_open(struct worker *w, int cfd, const struct sockaddr *sa, socklen_t len)
 {
 	struct relay *r = w->r;
 	struct conn *c = calloc(1, sizeof(*c));
-	int tfd, i;
+	int tfd;
 
 	if (!c) {
 		close(cfd);
@@ -410,19 +436,10 @@ static void conn_open(struct worker *w, int cfd, const struct sockaddr *sa, sock
 		return;
 	}
 	c->target.fd = tfd;
-	i = connect(tfd, (const struct sockaddr *)&r->target.ss, r->target.len);
-	if (i == 0) {
-		connected(w, c);
-		return;
-	}
-	if (errno != EINPROGRESS) {
-		connect_failed(w, c, errno);
-		return;
-	}
 	c->deadline = now_ms() + r->connect_ms;
 	if (c->deadline < w->next_check)
 		w->next_check = c->deadline;
-	update_interest(w, c);
+	try_connect(w, c);
 }
 
 static void connect_done(struct worker *w, struct conn *c)
@@ -645,8 +662,15 @@ static void sweep(struct worker *w)
 				conn_close(w, c, "idle timeout", 0);
 			continue;
 		}
+		if (c->retry_at && c->retry_at <= now) {
+			try_connect(w, c);
+			if (c->dead)
+				continue;
+		}
 		if (c->deadline < next)
 			next = c->deadline;
+		if (c->retry_at && c->retry_at < next)
+			next = c->retry_at;
 	}
 	if (w->paused && w->drain_end == NEVER) {
 		listener_on(w, true);
@@ -798,17 +822,12 @@ static int worker_init(struct relay *r, struct worker *w)
 	return w->wake.events && !w->paused ? 0 : -1;
 }
 
-static int run(struct relay *r)
+static int serve(struct relay *r, struct worker *w)
 {
-	struct worker *w = calloc((size_t)r->jobs, sizeof(*w));
 	char where[160];
 	sigset_t set;
 	int sfd, i, err;
 
-	if (!w) {
-		cli_error(ENOMEM, "relay");
-		return 1;
-	}
 	for (i = 0; i < r->jobs; i++)
 		w[i].listener.fd = -1;
 	if (make_listeners(r, w) < 0)
@@ -846,8 +865,9 @@ static int run(struct relay *r)
 	for (i = 0; i < r->jobs; i++) {
 		err = pthread_create(&w[i].thread, NULL, worker_main, &w[i]);
 		if (err) {
+			/* Workers already running use w: leave without freeing. */
 			cli_error(err, "relay: cannot start a worker");
-			return 1;
+			exit(1);
 		}
 	}
 	supervise(r, w, sfd);
@@ -856,6 +876,20 @@ static int run(struct relay *r)
 	if (r->verbose)
 		print_stats(r);
 	return 0;
+}
+
+static int run(struct relay *r)
+{
+	struct worker *w = calloc((size_t)r->jobs, sizeof(*w));
+	int status;
+
+	if (!w) {
+		cli_error(ENOMEM, "relay");
+		return 1;
+	}
+	status = serve(r, w);
+	free(w);
+	return status;
 }
 
 /* Seconds, fractions allowed ("0.5"); -1 when malformed. */
