@@ -306,7 +306,11 @@ else
 	echo "note: no IPv6 loopback, [::1] not tested"
 fi
 
-# Usage errors.
+# Usage errors, and a port already taken (by http.server, without SO_REUSEPORT).
+out=$(timeout 5 "$bin" relay "127.0.0.1:$hport" 127.0.0.1:1 2>&1); rc=$?
+[ $rc -eq 1 ] || fail "port in use: exit $rc"
+[ "$out" = "psplice: cannot listen on '127.0.0.1:$hport': Address already in use" ] ||
+	fail "port in use: '$out'"
 "$bin" relay 127.0.0.1:0 2>/dev/null && fail "one operand accepted"
 "$bin" relay nocolon 127.0.0.1:1 2>/dev/null && fail "address without port accepted"
 "$bin" relay --idle-timeout x 127.0.0.1:0 127.0.0.1:1 2>/dev/null && fail "bad seconds accepted"

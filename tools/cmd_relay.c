@@ -307,13 +307,21 @@ static void listener_on(struct worker *w, bool on)
 static void log_close(struct worker *w, struct conn *c, const char *how, int err)
 {
 	bool failed = how != NULL;
+	char lost[2][64] = { "", "" };
+	int i;
 
 	if (!failed && !w->r->verbose)
 		return;
-	fprintf(stderr, CLI_NAME ": relay: #%" PRIu64 " %s %s%s%s: %" PRIu64 " bytes %s, %"
-		PRIu64 " bytes %s\n", c->id, c->peer, failed ? how : "closed",
+	/* Bytes taken from one side that never reached the other are named:
+	 * a failed connection says exactly what went where. */
+	for (i = 0; i < 2; i++)
+		if (c->d[i].len > c->d[i].off)
+			snprintf(lost[i], sizeof(lost[i]), " (%zu more read, not delivered)",
+				 c->d[i].len - c->d[i].off);
+	fprintf(stderr, CLI_NAME ": relay: #%" PRIu64 " %s %s%s%s: %" PRIu64 " bytes %s%s, %"
+		PRIu64 " bytes %s%s\n", c->id, c->peer, failed ? how : "closed",
 		err ? ": " : "", err ? strerror(err) : "", c->d[0].bytes, dir_name[0],
-		c->d[1].bytes, dir_name[1]);
+		lost[0], c->d[1].bytes, dir_name[1], lost[1]);
 }
 
 /* Close without a reset: a client whose data we never read would get an
