@@ -248,9 +248,13 @@ static int nonblock_side(const struct call *c)
 }
 
 /* One step, starting at plan index *at; moves *at past paths that did not
- * apply. progress[i] says whether path i has moved bytes in this call:
- * a "fall back" errno from it afterwards is a hard error, since the failed
- * call may have moved bytes before it failed. */
+ * apply. progress[i] says whether path i has moved bytes in this call. A
+ * "fall back" errno from copy_file_range after that is a hard error: the
+ * failed call may have written bytes before it failed (EOVERFLOW, NFS's
+ * EIO). splice, sendfile and read/write report what they moved rather than
+ * fail after moving it, so a failure of theirs moved nothing and the next
+ * path may go on: a tty hung up by its reader, for one, answers splice with
+ * EINVAL, and write(2) then tells the real error (EIO) or the end. */
 static void step(struct call *c, int *at, bool *progress)
 {
 	uint64_t before = c->x.res->out_bytes;
@@ -266,7 +270,8 @@ static void step(struct call *c, int *at, bool *progress)
 				progress[*at] = true;
 			return;
 		}
-		if (progress[*at] && c->x.next_err) {
+		if (progress[*at] && c->x.next_err &&
+		    c->plan.method[*at] == PSPLICE_METHOD_COPY_FILE_RANGE) {
 			ps__fail(&c->x, c->x.next_err,
 				 ps__side_of(&c->x, c->x.next_err));
 			return;
