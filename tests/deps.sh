@@ -16,6 +16,7 @@ check)
 	want losetup mount
 	want filefrag e2fsprogs
 	want curl curl
+	want iperf3 iperf3
 	# gcc's sanitizer runtimes come with gcc; make sure they are there.
 	[ -e "$(gcc -print-file-name=libasan.so)" ] || need="$need libasan8"
 	[ -e "$(gcc -print-file-name=libtsan.so)" ] || need="$need libtsan2"

@@ -1,5 +1,5 @@
 #!/bin/sh
-# psplice relay on loopback: curl through it to python3 -m http.server, bulk
+# psplice relay on loopback: curl through it to python3 -m http.server, iperf3, bulk
 # echo both ways at once with checksums, half-close, reset, target down,
 # IPv6 and unix addresses, 100 concurrent connections, idle timeout,
 # SIGUSR1 stats and the SIGTERM drain. Every wait is bounded.
@@ -206,6 +206,25 @@ relay http 127.0.0.1:0 "127.0.0.1:$hport"
 timeout 20 curl -sS -o "$t/got" "http://127.0.0.1:$rport/big" || fail "curl through the relay"
 cmp -s "$t/www/big" "$t/got" || fail "curl got a different file"
 rm -f "$t/got" "$t/www/big"
+
+# iperf3 through the relay, both ways at once and reversed (tests/deps.sh
+# check installs it; without it, this part alone is left out).
+if command -v iperf3 >/dev/null 2>&1; then
+	python3 -c "import socket; s=socket.socket(); s.bind(('127.0.0.1',0)); print(s.getsockname()[1])" \
+		> "$t/iperf.port"
+	iperf3 -s --forceflush -B 127.0.0.1 -p "$(cat "$t/iperf.port")" >"$t/iperf-server.log" 2>&1 &
+	pids="$pids $!"
+	wait_for "$t/iperf-server.log" "listening" || fail "iperf3 server did not start"
+	relay iperf 127.0.0.1:0 "127.0.0.1:$(cat "$t/iperf.port")"
+	timeout 20 iperf3 -c 127.0.0.1 -p "$rport" -t 1 --bidir >"$t/iperf-bidir.log" 2>&1 ||
+		fail "iperf3 --bidir through the relay"
+	timeout 20 iperf3 -c 127.0.0.1 -p "$rport" -t 1 -R >"$t/iperf-r.log" 2>&1 ||
+		fail "iperf3 -R through the relay"
+	alive "$rpid" iperf
+	kill -TERM "$rpid"; wait "$rpid" || fail "iperf relay: exit $?"
+else
+	echo "note: no iperf3, not tested through the relay"
+fi
 
 # Bulk both ways at once, then half-close with a late reader.
 serve tcp 127.0.0.1:0
