@@ -2,7 +2,9 @@
  * engine, so that a file into a pipe or a socket is spliced, never read. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -14,12 +16,17 @@
 /* What a failed file means for the ones after it. */
 enum { CAT_OK, CAT_NEXT, CAT_STOP };
 
-enum { OPT_OFFSET = 0x200, OPT_LENGTH };
+enum { OPT_OFFSET = 0x200, OPT_LENGTH, OPT_TO };
+
+/* Standard output, or the socket --to connected. */
+static int out_fd = STDOUT_FILENO;
+static const char *out_name = STDOUT_NAME;
 
 static const struct option longopts[] = {
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "offset", required_argument, NULL, OPT_OFFSET },
 	{ "length", required_argument, NULL, OPT_LENGTH },
+	{ "to", required_argument, NULL, OPT_TO },
 	CLI_COMMON_LONGOPTS
 };
 
@@ -44,11 +51,11 @@ static int failed(const char *name, int fd, const struct cli_copy *c)
 	/* The engine refuses a file copied onto an overlapping range of
 	 * itself (cat a >> a) before a byte moves. */
 	if (c->error == EINVAL && c->side == PSPLICE_SIDE_NONE &&
-	    same_regular_file(fd, STDOUT_FILENO)) {
+	    same_regular_file(fd, out_fd)) {
 		cli_error(0, "%s: input file is output file", cli_quote(name));
 		return CAT_NEXT;
 	}
-	cli_copy_error(name, STDOUT_NAME, c);
+	cli_copy_error(name, out_name, c);
 	return c->side == PSPLICE_SIDE_IN ? CAT_NEXT : CAT_STOP;
 }
 
@@ -68,7 +75,7 @@ static int copy_range(int fd, const struct range *rg, struct cli_copy *c)
 
 	if (!rg->offset || seekable(fd))
 		return cli_copy_at(fd, rg->offset || seekable(fd) ? &off : NULL,
-				   STDOUT_FILENO, rg->length, 0, c);
+				   out_fd, rg->length, 0, c);
 	null = open("/dev/null", O_WRONLY | O_CLOEXEC);
 	if (null < 0) {
 		*c = (struct cli_copy){ .error = errno, .side = PSPLICE_SIDE_NONE };
@@ -81,7 +88,7 @@ static int copy_range(int fd, const struct range *rg, struct cli_copy *c)
 			c->bytes = 0; /* the input ended before the offset */
 		return r;
 	}
-	return cli_copy_len(fd, STDOUT_FILENO, rg->length, 0, c);
+	return cli_copy_len(fd, out_fd, rg->length, 0, c);
 }
 
 static int cat_one(const char *arg, const struct range *rg, bool verbose)
@@ -101,10 +108,28 @@ static int cat_one(const char *arg, const struct range *rg, bool verbose)
 	if (copy_range(fd, rg, &c) < 0)
 		rc = failed(name, fd, &c);
 	else if (verbose)
-		cli_report(name, STDOUT_NAME, &c);
+		cli_report(name, out_name, &c);
 	if (!is_stdin)
 		close(fd);
 	return rc;
+}
+
+/* --to: a blocking stream socket, so that the copy waits for room. */
+static void connect_to(const struct cli_cmd *cmd, const char *arg)
+{
+	struct cli_addr a;
+	const char *why;
+	int fd;
+
+	if (cli_parse_addr(arg, &a, false, &why) < 0)
+		cli_usage_error(cmd, "invalid address %s: %s", cli_quote(arg), why);
+	fd = socket(a.ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&a.ss, a.len) < 0) {
+		cli_error(errno, "cannot connect to %s", cli_quote(arg));
+		exit(1);
+	}
+	out_fd = fd;
+	out_name = arg;
 }
 
 static int cat_main(const struct cli_cmd *cmd, int argc, char **argv)
@@ -130,6 +155,9 @@ static int cat_main(const struct cli_cmd *cmd, int argc, char **argv)
 				rg.offset = n;
 			else
 				rg.length = (uint64_t)n;
+			break;
+		case OPT_TO:
+			connect_to(cmd, optarg);
 			break;
 		default:
 			cli_common_option(cmd, c);
@@ -162,6 +190,8 @@ const struct cli_cmd cli_cmd_cat = {
 	"                     a file is read there without moving its position,\n"
 	"                     a pipe or socket has its first N bytes discarded\n"
 	"      --length=N     copy at most N bytes of each input\n"
+	"      --to=ADDR      write to a stream socket instead of standard output:\n"
+	"                     HOST:PORT, [IPv6]:PORT or unix:PATH\n"
 	"  -v, --verbose      tell on standard error which kernel path moved the\n"
 	"                     bytes of each file, and how many\n",
 	.main = cat_main,

@@ -45,15 +45,9 @@ static const struct option longopts[] = {
 	CLI_COMMON_LONGOPTS
 };
 
-struct addr {
-	struct sockaddr_storage ss;
-	socklen_t len;
-	const char *text;    /* as given, for messages */
-};
-
 /* What every worker shares; the counters are summed by the stats line. */
 struct relay {
-	struct addr listen, target;
+	struct cli_addr listen, target;
 	int jobs;
 	uint64_t max_conns;              /* 0: no limit */
 	int64_t idle_ms, connect_ms, drain_ms, stats_ms;
@@ -120,65 +114,6 @@ static int64_t now_ms(void)
 }
 
 /* ---- addresses ---- */
-
-/* "unix:/path", "[v6]:port", "host:port" -> a socket address. */
-static int parse_addr(const char *s, struct addr *a, bool passive, const char **why)
-{
-	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *ai;
-	char host[256];
-	const char *port, *end;
-	size_t hl;
-	int err;
-
-	memset(a, 0, sizeof(*a));
-	a->text = s;
-	if (!strncmp(s, "unix:", 5)) {
-		struct sockaddr_un *un = (struct sockaddr_un *)&a->ss;
-
-		if (!s[5] || strlen(s + 5) >= sizeof(un->sun_path)) {
-			*why = "bad unix socket path";
-			return -1;
-		}
-		un->sun_family = AF_UNIX;
-		strcpy(un->sun_path, s + 5);
-		a->len = sizeof(*un);
-		return 0;
-	}
-	if (*s == '[') {
-		end = strchr(s, ']');
-		if (!end || end[1] != ':') {
-			*why = "want [IPv6]:PORT";
-			return -1;
-		}
-		port = end + 2;
-		s++;
-	} else {
-		end = strrchr(s, ':');
-		if (!end) {
-			*why = "want HOST:PORT, [IPv6]:PORT or unix:PATH";
-			return -1;
-		}
-		port = end + 1;
-	}
-	hl = (size_t)(end - s);
-	if (!hl || hl >= sizeof(host) || !*port) {
-		*why = "want HOST:PORT, [IPv6]:PORT or unix:PATH";
-		return -1;
-	}
-	memcpy(host, s, hl);
-	host[hl] = '\0';
-	if (passive)
-		hints.ai_flags = AI_PASSIVE;
-	err = getaddrinfo(host, port, &hints, &ai);
-	if (err) {
-		*why = gai_strerror(err);
-		return -1;
-	}
-	memcpy(&a->ss, ai->ai_addr, ai->ai_addrlen);
-	a->len = ai->ai_addrlen;
-	freeaddrinfo(ai);
-	return 0;
-}
 
 /* For messages: "127.0.0.1:80", "[::1]:80", "unix:/run/x". */
 static void addr_text(const struct sockaddr *sa, socklen_t len, char *buf, size_t size)
@@ -392,7 +327,7 @@ static void connect_failed(struct worker *w, struct conn *c, int err)
  * the connect timeout. */
 static void try_connect(struct worker *w, struct conn *c)
 {
-	const struct addr *t = &w->r->target;
+	const struct cli_addr *t = &w->r->target;
 
 	c->retry_at = 0;
 	if (connect(c->target.fd, (const struct sockaddr *)&t->ss, t->len) == 0) {
@@ -965,9 +900,9 @@ static int relay_main(const struct cli_cmd *cmd, int argc, char **argv)
 				"missing LISTEN and TARGET operands");
 	if (argc - optind > 2)
 		cli_usage_error(cmd, "extra operand %s", cli_quote(argv[optind + 2]));
-	if (parse_addr(argv[optind], &r.listen, true, &why) < 0)
+	if (cli_parse_addr(argv[optind], &r.listen, true, &why) < 0)
 		cli_usage_error(cmd, "invalid address %s: %s", cli_quote(argv[optind]), why);
-	if (parse_addr(argv[optind + 1], &r.target, false, &why) < 0)
+	if (cli_parse_addr(argv[optind + 1], &r.target, false, &why) < 0)
 		cli_usage_error(cmd, "invalid address %s: %s", cli_quote(argv[optind + 1]), why);
 	if (!jobs) {
 		long n = sysconf(_SC_NPROCESSORS_ONLN);

@@ -1,6 +1,9 @@
 /* Shared by the subcommands: options, messages, the -v report and the copy
  * loop around psplice_copy(). */
 #include <errno.h>
+#include <sys/un.h>
+#include <sys/socket.h>
+#include <netdb.h>
 #include <inttypes.h>
 #include <poll.h>
 #include <signal.h>
@@ -276,4 +279,63 @@ int64_t cli_parse_size(const char *s)
 	if (n > (unsigned long long)INT64_MAX >> shift)
 		return -1;
 	return (int64_t)(n << shift);
+}
+
+/* "unix:/path", "[v6]:port", "host:port" -> a socket address. */
+int cli_parse_addr(const char *s, struct cli_addr *a, bool passive, const char **why)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *ai;
+	char host[256];
+	const char *port, *end;
+	size_t hl;
+	int err;
+
+	memset(a, 0, sizeof(*a));
+	a->text = s;
+	if (!strncmp(s, "unix:", 5)) {
+		struct sockaddr_un *un = (struct sockaddr_un *)&a->ss;
+
+		if (!s[5] || strlen(s + 5) >= sizeof(un->sun_path)) {
+			*why = "bad unix socket path";
+			return -1;
+		}
+		un->sun_family = AF_UNIX;
+		strcpy(un->sun_path, s + 5);
+		a->len = sizeof(*un);
+		return 0;
+	}
+	if (*s == '[') {
+		end = strchr(s, ']');
+		if (!end || end[1] != ':') {
+			*why = "want [IPv6]:PORT";
+			return -1;
+		}
+		port = end + 2;
+		s++;
+	} else {
+		end = strrchr(s, ':');
+		if (!end) {
+			*why = "want HOST:PORT, [IPv6]:PORT or unix:PATH";
+			return -1;
+		}
+		port = end + 1;
+	}
+	hl = (size_t)(end - s);
+	if (!hl || hl >= sizeof(host) || !*port) {
+		*why = "want HOST:PORT, [IPv6]:PORT or unix:PATH";
+		return -1;
+	}
+	memcpy(host, s, hl);
+	host[hl] = '\0';
+	if (passive)
+		hints.ai_flags = AI_PASSIVE;
+	err = getaddrinfo(host, port, &hints, &ai);
+	if (err) {
+		*why = gai_strerror(err);
+		return -1;
+	}
+	memcpy(&a->ss, ai->ai_addr, ai->ai_addrlen);
+	a->len = ai->ai_addrlen;
+	freeaddrinfo(ai);
+	return 0;
 }

@@ -6,6 +6,7 @@
 #include <getopt.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 #include "psplice.h"
 
@@ -66,6 +67,16 @@ int cli_copy_len(int fd_in, int fd_out, uint64_t len, unsigned int flags,
  * off_in NULL uses the file position. */
 int cli_copy_at(int fd_in, int64_t *off_in, int fd_out, uint64_t len,
 		unsigned int flags, struct cli_copy *c);
+
+/* A stream socket address as given on the command line. */
+struct cli_addr {
+	struct sockaddr_storage ss;
+	socklen_t len;
+	const char *text;    /* as given, for messages */
+};
+/* "unix:/path", "[v6]:port", "host:port" -> a socket address; passive for
+ * one to listen on. -1 with *why set when malformed or unknown. */
+int cli_parse_addr(const char *s, struct cli_addr *a, bool passive, const char **why);
 
 /* "64M" -> 67108864; K, M, G, T are powers of 1024. -1 when malformed. */
 int64_t cli_parse_size(const char *s);
