@@ -16,7 +16,9 @@
 /* What a failed file means for the ones after it. */
 enum { CAT_OK, CAT_NEXT, CAT_STOP };
 
-enum { OPT_OFFSET = 0x200, OPT_LENGTH, OPT_TO };
+enum { OPT_OFFSET = 0x200, OPT_LENGTH, OPT_TO, OPT_PROGRESS };
+
+static bool progress; /* --progress */
 
 /* Standard output, or the socket --to connected. */
 static int out_fd = STDOUT_FILENO;
@@ -27,6 +29,7 @@ static const struct option longopts[] = {
 	{ "offset", required_argument, NULL, OPT_OFFSET },
 	{ "length", required_argument, NULL, OPT_LENGTH },
 	{ "to", required_argument, NULL, OPT_TO },
+	{ "progress", no_argument, NULL, OPT_PROGRESS },
 	CLI_COMMON_LONGOPTS
 };
 
@@ -91,12 +94,24 @@ static int copy_range(int fd, const struct range *rg, struct cli_copy *c)
 	return cli_copy_len(fd, out_fd, rg->length, 0, c);
 }
 
+/* What this input will give, for the progress line; 0 when unknown. */
+static uint64_t input_size(int fd, const struct range *rg)
+{
+	struct stat st;
+	uint64_t left;
+
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size <= rg->offset)
+		return 0;
+	left = (uint64_t)(st.st_size - rg->offset);
+	return left < rg->length ? left : rg->length;
+}
+
 static int cat_one(const char *arg, const struct range *rg, bool verbose)
 {
 	bool is_stdin = !strcmp(arg, "-");
 	const char *name = is_stdin ? STDIN_NAME : arg;
 	struct cli_copy c;
-	int fd = STDIN_FILENO, rc = CAT_OK;
+	int fd = STDIN_FILENO, rc = CAT_OK, r;
 
 	if (!is_stdin) {
 		fd = open(arg, O_RDONLY | O_CLOEXEC);
@@ -105,7 +120,11 @@ static int cat_one(const char *arg, const struct range *rg, bool verbose)
 			return CAT_NEXT;
 		}
 	}
-	if (copy_range(fd, rg, &c) < 0)
+	if (progress)
+		cli_progress_begin(name, input_size(fd, rg));
+	r = copy_range(fd, rg, &c);
+	cli_progress_end();
+	if (r < 0)
 		rc = failed(name, fd, &c);
 	else if (verbose)
 		cli_report(name, out_name, &c);
@@ -159,6 +178,9 @@ static int cat_main(const struct cli_cmd *cmd, int argc, char **argv)
 		case OPT_TO:
 			connect_to(cmd, optarg);
 			break;
+		case OPT_PROGRESS:
+			progress = true;
+			break;
 		default:
 			cli_common_option(cmd, c);
 		}
@@ -190,6 +212,7 @@ const struct cli_cmd cli_cmd_cat = {
 	"                     a file is read there without moving its position,\n"
 	"                     a pipe or socket has its first N bytes discarded\n"
 	"      --length=N     copy at most N bytes of each input\n"
+	"      --progress     show bytes, rate and ETA on standard error\n"
 	"      --to=ADDR      write to a stream socket instead of standard output:\n"
 	"                     HOST:PORT, [IPv6]:PORT or unix:PATH\n"
 	"  -v, --verbose      tell on standard error which kernel path moved the\n"

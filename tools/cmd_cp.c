@@ -14,12 +14,13 @@
 
 #include "common.h"
 
-enum { OPT_SYNC = 0x200, OPT_NO_WRITE_BEHIND, OPT_REFLINK };
+enum { OPT_SYNC = 0x200, OPT_NO_WRITE_BEHIND, OPT_REFLINK, OPT_PROGRESS };
 
 static const struct option longopts[] = {
 	{ "reflink", optional_argument, NULL, OPT_REFLINK },
 	{ "sync", required_argument, NULL, OPT_SYNC },
 	{ "no-write-behind", no_argument, NULL, OPT_NO_WRITE_BEHIND },
+	{ "progress", no_argument, NULL, OPT_PROGRESS },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "no-clobber", no_argument, NULL, 'n' },
 	{ "force", no_argument, NULL, 'f' },
@@ -51,6 +52,7 @@ struct cp_job {
 	bool preserve;    /* -p: SOURCE's mode, owner and times */
 	bool recursive;   /* -r: directories and what is in them */
 	bool write_behind;
+	int progress;     /* 0: none; 1: large files, stderr a tty; 2: --progress */
 	enum cp_reflink reflink;
 	unsigned int sync; /* 0, PSPLICE_SYNC_DATA or PSPLICE_SYNC_METADATA */
 };
@@ -295,11 +297,13 @@ static int copy_extents(int in, int out, unsigned int flags, struct psplice_wb *
 			goto in_error;
 		while (data < hole) {
 			len = (uint64_t)(hole - data);
-			if (wb && len > CP_WB_CHUNK)
+			/* Chunks also let a progress line move. */
+			if (len > CP_WB_CHUNK)
 				len = CP_WB_CHUNK;
 			off_in = off_out = data;
 			if (tally(c, psplice_copy(in, &off_in, out, &off_out, len, flags, &r), &r) < 0)
 				return -1;
+			cli_progress_add(r.out_bytes);
 			if (wb && r.out_bytes &&
 			    psplice_wb_wrote(wb, data, r.out_bytes) < 0) {
 				c->error = errno;
@@ -413,6 +417,10 @@ static int copy_data(const struct cp_job *j, int in, int out)
 		if (rc == 0 || c.error != EOPNOTSUPP || c.bytes)
 			goto copied;
 	}
+	if (j->progress == 2 || (j->progress && j->st.st_size >= CP_WB_THRESHOLD))
+		cli_progress_begin(j->src, holes && (uint64_t)j->st.st_blocks * 512 <
+				   (uint64_t)j->st.st_size ? (uint64_t)j->st.st_blocks * 512 :
+				   (uint64_t)j->st.st_size);
 	/* Between two files on XFS or btrfs, copy_file_range shares extents
 	 * too: --reflink=never goes through a pipe instead, which always
 	 * copies (as cp(1) avoids copy_file_range then). */
@@ -430,6 +438,7 @@ static int copy_data(const struct cp_job *j, int in, int out)
 	else
 		rc = cli_copy(in, out, flags, &c);
 copied:
+	cli_progress_end();
 	if (rc < 0) {
 		if (wb)
 			(void)psplice_wb_finish(wb, 0, NULL);
@@ -811,10 +820,14 @@ static int cp_main(const struct cli_cmd *cmd, int argc, char **argv)
 		case 'R': opts.recursive = true; break;
 		case OPT_SYNC: opts.sync = parse_sync(cmd, optarg); break;
 		case OPT_NO_WRITE_BEHIND: opts.write_behind = false; break;
+		case OPT_PROGRESS: opts.progress = 2; break;
 		case OPT_REFLINK: opts.reflink = parse_reflink(cmd, optarg); break;
 		default: cli_common_option(cmd, c);
 		}
 	}
+	/* On a terminal, a copy long enough to wait for shows how it goes. */
+	if (!opts.progress && isatty(STDERR_FILENO))
+		opts.progress = 1;
 	if (optind == argc)
 		cli_usage_error(cmd, "missing file operand");
 	if (optind + 1 == argc)
@@ -860,6 +873,8 @@ const struct cli_cmd cli_cmd_cp = {
 	"                     the directory, so that a new name survives too)\n"
 	"      --no-write-behind\n"
 	"                     leave the writeback of a large copy to the kernel\n"
+	"      --progress     show bytes, rate and ETA on standard error while\n"
+	"                     copying (on a terminal: for files of 64 MiB or more)\n"
 	"  -v, --verbose      tell on standard error which kernel path moved the\n"
 	"                     bytes, and how many; with --sync, the level reached\n",
 	.main = cp_main,

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common.h"
@@ -207,8 +208,8 @@ int cli_copy_len(int fd_in, int fd_out, uint64_t len, unsigned int flags,
 	return cli_copy_at(fd_in, NULL, fd_out, len, flags, c);
 }
 
-int cli_copy_at(int fd_in, int64_t *off_in, int fd_out, uint64_t len,
-		unsigned int flags, struct cli_copy *c)
+static int copy_once(int fd_in, int64_t *off_in, int fd_out, uint64_t len,
+		     unsigned int flags, struct cli_copy *c)
 {
 	struct psplice_result r;
 	uint64_t left = len;
@@ -338,4 +339,121 @@ int cli_parse_addr(const char *s, struct cli_addr *a, bool passive, const char *
 	a->len = ai->ai_addrlen;
 	freeaddrinfo(ai);
 	return 0;
+}
+
+/* ---- progress ---- */
+
+#define PROGRESS_CHUNK ((uint64_t)8 << 20)
+
+static struct {
+	bool on, drawn;
+	const char *what;
+	uint64_t total, done;
+	double start, last;
+} prog;
+
+static double mono(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* 1234567 -> "1.2 MiB" */
+static const char *human(double n, char *buf, size_t size)
+{
+	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+	int u = 0;
+
+	while (n >= 1024 && u < 4) {
+		n /= 1024;
+		u++;
+	}
+	snprintf(buf, size, u ? "%.1f %s" : "%.0f %s", n, units[u]);
+	return buf;
+}
+
+static void draw(double now)
+{
+	char done[32], total[32], rate[32];
+	double secs = now - prog.start, bps = secs > 0 ? (double)prog.done / secs : 0;
+	double eta;
+
+	fprintf(stderr, "\r%s: %s", prog.what, human((double)prog.done, done, sizeof(done)));
+	if (prog.total) {
+		eta = bps > 0 && prog.total > prog.done ? (double)(prog.total - prog.done) / bps : 0;
+		fprintf(stderr, " / %s (%3.0f%%)", human((double)prog.total, total, sizeof(total)),
+			100.0 * (double)prog.done / (double)prog.total);
+		fprintf(stderr, "  %s/s  ETA %d:%02d", human(bps, rate, sizeof(rate)),
+			(int)eta / 60, (int)eta % 60);
+	} else {
+		fprintf(stderr, "  %s/s", human(bps, rate, sizeof(rate)));
+	}
+	fputs("\033[K", stderr);
+	fflush(stderr);
+	prog.drawn = true;
+	prog.last = now;
+}
+
+void cli_progress_begin(const char *what, uint64_t total)
+{
+	prog.on = true;
+	prog.drawn = false;
+	prog.what = what;
+	prog.total = total;
+	prog.done = 0;
+	prog.start = mono();
+}
+
+void cli_progress_add(uint64_t n)
+{
+	double now;
+
+	if (!prog.on)
+		return;
+	prog.done += n;
+	now = mono();
+	/* The first chunk shows at once; then a few times a second. */
+	if (!prog.drawn || now - prog.last >= 0.25)
+		draw(now);
+}
+
+void cli_progress_end(void)
+{
+	if (prog.on && prog.drawn) {
+		fputs("\r\033[K", stderr);
+		fflush(stderr);
+	}
+	prog.on = false;
+}
+
+/* With a progress line, the copy goes in chunks so the line can move. */
+int cli_copy_at(int fd_in, int64_t *off_in, int fd_out, uint64_t len,
+		unsigned int flags, struct cli_copy *c)
+{
+	struct cli_copy part;
+	uint64_t n;
+	int rc;
+
+	if (!prog.on)
+		return copy_once(fd_in, off_in, fd_out, len, flags, c);
+	*c = (struct cli_copy){ .method = PSPLICE_METHOD_NONE };
+	for (;;) {
+		n = len == PSPLICE_TO_EOF ? PROGRESS_CHUNK : len - c->bytes;
+		if (n > PROGRESS_CHUNK)
+			n = PROGRESS_CHUNK;
+		rc = copy_once(fd_in, off_in, fd_out, n, flags, &part);
+		c->bytes += part.bytes;
+		if (part.bytes)
+			c->method = part.method;
+		cli_progress_add(part.bytes);
+		if (rc < 0) {
+			c->error = part.error;
+			c->side = part.side;
+			return -1;
+		}
+		if (part.bytes < n || (len != PSPLICE_TO_EOF && c->bytes >= len))
+			return 0;
+	}
 }

@@ -78,6 +78,14 @@ struct cli_addr {
  * one to listen on. -1 with *why set when malformed or unknown. */
 int cli_parse_addr(const char *s, struct cli_addr *a, bool passive, const char **why);
 
+/* A pv-like line on standard error while a long copy runs: bytes, rate and
+ * ETA (total 0: unknown), a few times a second, cleared at the end. Copies
+ * through cli_copy_at go in chunks while it is on; others call
+ * cli_progress_add themselves. */
+void cli_progress_begin(const char *what, uint64_t total);
+void cli_progress_add(uint64_t n);
+void cli_progress_end(void);
+
 /* "64M" -> 67108864; K, M, G, T are powers of 1024. -1 when malformed. */
 int64_t cli_parse_size(const char *s);
 

@@ -1,0 +1,59 @@
+#!/bin/sh
+# The progress line: on a terminal for a large cp, with --progress when asked,
+# never otherwise; always cleared at the end.
+dir=$1
+bin=${PSPLICE_BIN:?}
+command -v python3 >/dev/null || { echo "SKIP: python3 is needed to run under a pty"; exit 77; }
+t=$(mktemp -d "$dir/cli-progress-XXXXXX") || exit 1
+trap 'rm -rf "$t"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+head -c $((80 << 20)) /dev/urandom > "$t/big" || exit 1
+head -c 1000 /dev/urandom > "$t/small" || exit 1
+# Run a command with standard error (and output) on a pty; its bytes to $2.
+on_pty() { # output-file command...
+	out=$1; shift
+	python3 - "$out" "$@" <<'PY'
+import os, pty, sys
+out = sys.argv[1]
+pid, fd = pty.fork()
+if pid == 0:
+    os.execv(sys.argv[2], sys.argv[2:])
+data = b""
+while True:
+    try:
+        b = os.read(fd, 65536)
+    except OSError:
+        break
+    if not b:
+        break
+    data += b
+_, st = os.waitpid(pid, 0)
+open(out, "wb").write(data)
+sys.exit(os.waitstatus_to_exitcode(st))
+PY
+}
+esc=$(printf '\033')
+on_pty "$t/tty1" "$bin" cp "$t/big" "$t/c1" || fail "cp on a pty: exit $?"
+cmp -s "$t/big" "$t/c1" || fail "cp on a pty: wrong bytes"
+grep -q 'big: .* / 80.0 MiB (.*%) .*/s  ETA ' "$t/tty1" || fail "no progress line on a pty: $(od -c "$t/tty1" | head)"
+tail -c 4 "$t/tty1" | od -c | grep -q '\\r 033   \[   K' || fail "progress line not cleared"
+on_pty "$t/tty2" "$bin" cp "$t/small" "$t/c2" || fail "small cp on a pty: exit $?"
+[ ! -s "$t/tty2" ] || fail "progress for a small file: $(cat "$t/tty2")"
+# Not a terminal: nothing, unless asked.
+"$bin" cp "$t/big" "$t/c3" 2> "$t/err3" || fail "cp: exit $?"
+[ ! -s "$t/err3" ] || fail "progress without a terminal: $(cat "$t/err3")"
+"$bin" cp --progress "$t/big" "$t/c4" 2> "$t/err4" || fail "cp --progress: exit $?"
+grep -q "ETA" "$t/err4" || fail "cp --progress printed nothing"
+cmp -s "$t/big" "$t/c4" || fail "cp --progress: wrong bytes"
+"$bin" cat "$t/big" 2> "$t/err5" | cat > /dev/null || fail "cat: exit $?"
+[ ! -s "$t/err5" ] || fail "cat without --progress: $(cat "$t/err5")"
+"$bin" cat --progress "$t/big" 2> "$t/err6" | cmp -s - "$t/big" || fail "cat --progress: wrong bytes"
+grep -q "big: .*ETA" "$t/err6" || fail "cat --progress printed no line"
+grep -q "$esc\[K" "$t/err6" || fail "cat --progress line not cleared"
+# A stream of unknown length: bytes and rate, no percentage.
+"$bin" cat --progress < "$t/big" 2> "$t/err7" > /dev/null || fail "cat --progress stdin: exit $?"
+cat "$t/big" | "$bin" cat --progress 2> "$t/err8" > /dev/null || fail "cat --progress pipe: exit $?"
+grep -q "standard input: .*/s" "$t/err8" || fail "pipe progress: $(cat "$t/err8")"
+grep -q "%" "$t/err8" && fail "pipe progress shows a percentage"
+exit 0
