@@ -1,6 +1,6 @@
 #!/bin/sh
 # psplice relay on loopback: curl through it to python3 -m http.server, iperf3, bulk
-# echo both ways at once with checksums, half-close, reset, target down,
+# echo both ways at once with checksums, half-close, client and target resets, target down,
 # IPv6 and unix addresses, 100 concurrent connections, idle timeout,
 # SIGUSR1 stats and the SIGTERM drain. Every wait is bounded.
 dir=$1
@@ -126,6 +126,36 @@ def reset(addr):
     c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
     c.close()
 
+def serve_reset(addr, ready):
+    # A target that takes some bytes, then resets the connection.
+    fam, a = addr_of(addr)
+    s = socket.socket(fam)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(a)
+    s.listen(16)
+    with open(ready + ".tmp", "w") as f:
+        f.write("%d\n" % s.getsockname()[1])
+    os.rename(ready + ".tmp", ready)
+    s.settimeout(30)
+    while True:
+        c, _ = s.accept()
+        c.recv(1000)
+        c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        c.close()
+
+def dropped(addr):
+    # The target reset: the relay must end our connection too, within 10 s,
+    # by EOF or by a reset of its own.
+    fam, a = addr_of(addr)
+    c = socket.create_connection(a, timeout=10)
+    c.sendall(os.urandom(5000))
+    try:
+        while c.recv(65536):
+            pass
+    except ConnectionResetError:
+        pass
+    sys.exit(0)
+
 def blackhole(addr, ready):
     # A listener whose queue is full: connects to it hang, SYNs dropped.
     fam, a = addr_of(addr)
@@ -154,6 +184,8 @@ m = sys.argv[1]
 if m == "serve":
     serve(sys.argv[2], sys.argv[3], int(sys.argv[4]) if len(sys.argv) > 4 else 512,
           float(sys.argv[5]) if len(sys.argv) > 5 else 0.0)
+elif m == "serve_reset":
+    serve_reset(sys.argv[2], sys.argv[3])
 elif m == "blackhole":
     blackhole(sys.argv[2], sys.argv[3])
 elif m == "client":
@@ -322,6 +354,19 @@ kill -TERM "$rpid"; wait "$rpid" || fail "unix relay: exit $?"
 relay tcpunix 127.0.0.1:0 "unix:$t/echo.sock"
 timeout 20 python3 "$t/peer.py" client "127.0.0.1:$rport" 4 4194304 || fail "tcp to unix"
 kill -TERM "$rpid"; wait "$rpid" || fail "tcp-to-unix relay: exit $?"
+
+# A target that resets: the client's connection ends too, the relay goes on.
+python3 "$t/peer.py" serve_reset 127.0.0.1:0 "$t/rst.port" >"$t/rst-server.log" 2>&1 &
+pids="$pids $!"
+wait_for "$t/rst.port" . || fail "resetting target did not start"
+relay rst 127.0.0.1:0 "127.0.0.1:$(cat "$t/rst.port")"
+for n in 1 2; do
+	timeout 15 python3 "$t/peer.py" dropped "127.0.0.1:$rport" ||
+		fail "target reset: the client was not closed ($n)"
+done
+alive "$rpid" rst
+wait_for "$t/rst.log" "#2 .*error reading from target" || fail "target reset: not logged: $(cat "$t/rst.log")"
+kill -TERM "$rpid"; wait "$rpid" || fail "target-reset relay: exit $?"
 
 # IPv6, where loopback has it.
 if python3 -c "import socket; socket.socket(socket.AF_INET6).bind(('::1', 0))" 2>/dev/null; then
