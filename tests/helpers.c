@@ -410,29 +410,9 @@ static void unmount_all(void)
 const char *t_mount_tmpfs(const char *name, const char *size)
 {
 	char opts[64];
-	char *dir;
 
-	if (!scratch[0] || nmounted == 4) {
-		errno = EINVAL;
-		return NULL;
-	}
-	if (!mount_owner) {
-		/* In a namespace of its own, a test killed before its exit
-		 * handlers run leaves no mount behind. */
-		if (unshare(CLONE_NEWNS) == 0)
-			(void)mount("none", "/", "none", MS_REC | MS_PRIVATE, NULL);
-		mount_owner = getpid();
-		atexit(unmount_all); /* runs before the scratch dir is removed */
-	}
-	dir = mounted[nmounted];
-	snprintf(dir, sizeof(mounted[0]), "%s/%s", scratch, name);
-	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
-		return NULL;
 	snprintf(opts, sizeof(opts), "size=%s,mode=0755", size);
-	if (mount("tmpfs", dir, "tmpfs", 0, opts) < 0)
-		return NULL;
-	nmounted++;
-	return dir;
+	return t_mount(name, "tmpfs", "tmpfs", opts);
 }
 
 int t_seccomp_errno(long nr, int err, int argi, uint64_t argval)
@@ -631,10 +611,12 @@ const char *t_mount(const char *name, const char *source, const char *fstype,
 		return NULL;
 	}
 	if (!mount_owner) {
+		/* In a namespace of its own, a test killed before its exit
+		 * handlers run leaves no mount behind. */
 		if (unshare(CLONE_NEWNS) == 0)
 			(void)mount("none", "/", "none", MS_REC | MS_PRIVATE, NULL);
 		mount_owner = getpid();
-		atexit(unmount_all);
+		atexit(unmount_all); /* runs before the scratch dir is removed */
 	}
 	dir = mounted[nmounted];
 	snprintf(dir, sizeof(mounted[0]), "%s/%s", scratch, name);
