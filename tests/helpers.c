@@ -649,3 +649,24 @@ void t_close_pair(int fds[2])
 	close(fds[0]);
 	close(fds[1]);
 }
+
+uint64_t t_dirty_bytes(int fd, uint64_t if_unknown)
+{
+	struct t_cache c;
+
+	if (t_cachestat(fd, 0, 0, &c) < 0) {
+		T_EQ(errno, ENOSYS);
+		return if_unknown;
+	}
+	return c.dirty * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+void t_assert_settled(int fd)
+{
+	struct t_cache c;
+
+	if (t_cachestat(fd, 0, 0, &c) < 0)
+		return;
+	T_EQ(c.dirty, 0);
+	T_EQ(c.writeback, 0);
+}

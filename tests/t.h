@@ -123,6 +123,11 @@ struct t_cache {
 	uint64_t cached, dirty, writeback;
 };
 int t_cachestat(int fd, uint64_t off, uint64_t len, struct t_cache *c);
+/* Bytes of fd still dirty, and so not yet counted by the disk; without
+ * cachestat, if_unknown (every byte just written: the stricter assertion). */
+uint64_t t_dirty_bytes(int fd, uint64_t if_unknown);
+/* Nothing of fd dirty or under writeback (where cachestat can tell). */
+void t_assert_settled(int fd);
 /* The block-layer statistics file of the disk holding fd's file
  * (/sys/block/DISK/stat; the whole disk for a partition), written into buf;
  * NULL when the file's device has none (tmpfs, overlayfs, btrfs). */

@@ -31,7 +31,6 @@ static const struct mode modes[] = {
 };
 
 static char stat_path[4200];
-static uint64_t page;
 
 static void force_off(const struct mode *m)
 {
@@ -58,27 +57,6 @@ static void assert_off(const struct mode *m, int fd)
 	T_EQ(errno, m->probe_passes ? 0 : m->err);
 }
 
-static uint64_t dirty_bytes(int fd)
-{
-	struct t_cache c;
-
-	if (t_cachestat(fd, 0, 0, &c) < 0) {
-		T_EQ(errno, ENOSYS);
-		return DIRTY;
-	}
-	return c.dirty * page;
-}
-
-static void assert_settled(int fd)
-{
-	struct t_cache c;
-
-	if (t_cachestat(fd, 0, 0, &c) < 0)
-		return;
-	T_EQ(c.dirty, 0);
-	T_EQ(c.writeback, 0);
-}
-
 /* WAIT_AFTER alone on 64 MiB just written: the wait can only be kept by
  * making the data durable. */
 static void wait_after(const struct mode *m, int fd)
@@ -88,7 +66,7 @@ static void wait_after(const struct mode *m, int fd)
 	uint64_t dirty;
 
 	before = t_sectors_written(stat_path);
-	dirty = dirty_bytes(fd);
+	dirty = t_dirty_bytes(fd, DIRTY);
 	T_ASSERT(before >= 0);
 	T_ASSERT(dirty >= DIRTY / 2);
 	T_EQ(psplice_sync(fd, 0, 0, PSPLICE_SYNC_WAIT_AFTER, &got), 0);
@@ -97,7 +75,7 @@ static void wait_after(const struct mode *m, int fd)
 	if ((uint64_t)(after - before) < dirty / 512)
 		T_FAILED("%s: %lld sectors written during the call, want >= %llu", m->name,
 			 (long long)(after - before), (unsigned long long)(dirty / 512));
-	assert_settled(fd);
+	t_assert_settled(fd);
 }
 
 /* With the kernel path off: fsync for METADATA, fdatasync for DATA or any
@@ -125,7 +103,7 @@ static void combinations(const struct mode *m, int fd)
 				 psplice_sync_level_name(got),
 				 psplice_sync_level_name(promised(flags)));
 		if (got >= PSPLICE_LEVEL_DATA_DURABLE)
-			assert_settled(fd);
+			t_assert_settled(fd);
 	}
 }
 
@@ -152,7 +130,6 @@ int main(int argc, char **argv)
 	int fd, r;
 
 	t_dir(argc, argv);
-	page = (uint64_t)sysconf(_SC_PAGESIZE);
 	fd = t_make_file(t_path("probe"), 0, 0);
 	T_SKIP_IF(!t_disk_stat(fd, stat_path, sizeof(stat_path)),
 		  "the scratch directory's device has no /sys/block/DEV/stat");

@@ -12,39 +12,16 @@
 
 static uint64_t page;
 
-/* Bytes of fd still dirty, and so not yet counted by the disk. Read after
- * the counter: a page dirty now reaches the disk only later. */
-static uint64_t dirty_bytes(int fd)
-{
-	struct t_cache c;
-
-	/* Without cachestat, every byte just written counts as dirty:
-	 * the stricter assertion. */
-	if (t_cachestat(fd, 0, 0, &c) < 0) {
-		T_EQ(errno, ENOSYS);
-		return DIRTY;
-	}
-	return c.dirty * page;
-}
-
-static void assert_settled(int fd)
-{
-	struct t_cache c;
-
-	if (t_cachestat(fd, 0, 0, &c) < 0)
-		return;
-	T_EQ(c.dirty, 0);
-	T_EQ(c.writeback, 0);
-}
-
 static void written(const char *stat, int fd)
 {
 	enum psplice_sync_level got;
 	int64_t before, after;
 	uint64_t dirty;
 
+	/* Dirty bytes are read after the counter: a page dirty now reaches
+	 * the disk only later. */
 	before = t_sectors_written(stat);
-	dirty = dirty_bytes(fd);
+	dirty = t_dirty_bytes(fd, DIRTY);
 	T_ASSERT(before >= 0);
 	/* Less would mean something else already wrote most of the file
 	 * back, and the counter would prove little. */
@@ -55,7 +32,7 @@ static void written(const char *stat, int fd)
 	if ((uint64_t)(after - before) < dirty / 512)
 		T_FAILED("%s: %lld sectors written during the call, want >= %llu", stat,
 			 (long long)(after - before), (unsigned long long)(dirty / 512));
-	assert_settled(fd);
+	t_assert_settled(fd);
 }
 
 static void submitted(int fd)
@@ -70,7 +47,7 @@ static void submitted(int fd)
 		T_EQ(c.dirty, 0);
 	T_EQ(psplice_sync(fd, 0, 0, RANGE_ALL, &got), 0);
 	T_EQ(got, PSPLICE_LEVEL_WRITTEN);
-	assert_settled(fd);
+	t_assert_settled(fd);
 }
 
 int main(int argc, char **argv)
