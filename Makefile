@@ -69,7 +69,7 @@ $(BUILD)/tools/%.o: tools/%.c tools/*.h include/psplice.h
 
 $(BUILD)/psplice: $(TOOL_OBJ) $(BUILD)/libpsplice.a
 	$(call say,LD,$@)
-	$(Q)$(CC) $(APP_CFLAGS) -o $@ $(TOOL_OBJ) $(BUILD)/libpsplice.a $(LDLIBS)
+	$(Q)$(CC) $(APP_CFLAGS) -o $@ $(TOOL_OBJ) $(BUILD)/libpsplice.a $(LDLIBS) -lm
 
 $(TEST_HELP): tests/helpers.c tests/t.h include/psplice.h
 	@mkdir -p $(@D)
@@ -143,17 +143,13 @@ install: lib tools
 install-check:
 	$(Q)sh tests/install-check.sh
 
-# Benchmarks: off the default build; figures are ratios within one run.
-BENCH_SIZE ?=
-bench: $(BUILD)/bench/wb_bench
-	$(Q)mkdir -p bench/results $(BUILD)/bench/tmp
-	$(Q)$(BUILD)/bench/wb_bench $(if $(QUICK),--quick) $(if $(BENCH_SIZE),--size $(BENCH_SIZE)) \
-		--csv bench/results/wb.csv $(BUILD)/bench/tmp
-
-$(BUILD)/bench/%: bench/%.c $(BUILD)/libpsplice.a
-	@mkdir -p $(@D)
-	$(call say,CC,$<)
-	$(Q)$(CC) $(APP_CFLAGS) -o $@ $< $(BUILD)/libpsplice.a $(LDLIBS)
+# The benchmark: psplice bench, every group (QUICK=1: the one-minute subset;
+# BENCH_ONLY=cat,cp: some groups). Peers are installed when root.
+bench: tools
+	-$(Q)sh tests/deps.sh bench
+	$(Q)mkdir -p bench/results
+	$(Q)$(BUILD)/psplice bench $(if $(QUICK),--quick) $(if $(BENCH_ONLY),--only $(BENCH_ONLY)) \
+		--out bench/results
 
 clean:
 	$(Q)rm -rf build build-asan build-tsan

@@ -1,6 +1,6 @@
 #!/bin/sh
 # Install the Debian packages a target needs (as root), or print the exact
-# apt-get line. Usage: deps.sh demo|check
+# apt-get line. Usage: deps.sh demo|check|bench
 need=
 want() { command -v "$1" >/dev/null 2>&1 || need="$need $2"; }
 want cc gcc
@@ -21,6 +21,15 @@ check)
 	[ -e "$(gcc -print-file-name=libasan.so)" ] || need="$need libasan8"
 	[ -e "$(gcc -print-file-name=libtsan.so)" ] || need="$need libtsan2"
 	[ -e "$(gcc -print-file-name=libubsan.so)" ] || need="$need libubsan1"
+	;;
+bench)
+	# The peers psplice bench compares with.
+	want pv pv
+	want socat socat
+	want haproxy haproxy
+	want iperf3 iperf3
+	want mkfs.xfs xfsprogs
+	want losetup mount
 	;;
 esac
 [ -z "$need" ] && exit 0

@@ -27,6 +27,7 @@ struct cli_cmd {
 	int (*main)(const struct cli_cmd *cmd, int argc, char **argv);
 };
 
+extern const struct cli_cmd cli_cmd_bench;
 extern const struct cli_cmd cli_cmd_cat;
 extern const struct cli_cmd cli_cmd_cp;
 extern const struct cli_cmd cli_cmd_relay;

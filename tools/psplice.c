@@ -7,6 +7,7 @@
 
 /* A new subcommand is one more line here and one more file. */
 static const struct cli_cmd *const commands[] = {
+	&cli_cmd_bench,
 	&cli_cmd_cat,
 	&cli_cmd_cp,
 	&cli_cmd_relay,

@@ -1,12 +1,11 @@
-/* Write-behind benchmark: write SIZE bytes sequentially in 1 MiB writes, in
- * several ways, and measure what each costs the machine: dirty memory (peak
- * and mean Dirty+Writeback, sampled at 10 Hz), time until the data is durable
- * (start to the final fdatasync's return), the writer's p99 and max latency
- * per 1 MiB write, and the p99 latency of a victim doing a 4 KiB pwrite +
- * fdatasync every 10 ms on the same filesystem. Ratios are against the plain
- * variant of the same run; nothing here is asserted.
- *
- * usage: wb_bench [--quick] [--size BYTES] [--csv FILE] [DIR] */
+/* psplice bench, group "write-behind": write 8 GiB (1 GiB with --quick)
+ * sequentially in 1 MiB writes, in several ways, and measure what each costs
+ * the machine: peak dirty memory (the file's own Dirty+Writeback from
+ * cachestat(2), else the machine's from /proc/meminfo, sampled at 10 Hz),
+ * time until the data is durable (start to the final fdatasync's return), the
+ * writer's p99 latency per 1 MiB write, and the p99 latency of a victim doing
+ * a 4 KiB pwrite + fdatasync every 10 ms on the same filesystem. Ratios are
+ * against plain writes + one fdatasync, in the same run. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -20,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench.h"
 #include "psplice.h"
 
 #define MiB ((size_t)1 << 20)
@@ -57,12 +57,11 @@ struct stats {
 static atomic_bool running;
 static const char *dir;
 
+#define GROUP "write-behind"
+
 static double now(void)
 {
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+	return bench_now();
 }
 
 static void sleep_ms(int ms)
@@ -262,82 +261,80 @@ out:
 	return rc;
 }
 
-static double ratio(double a, double b)
+/* The quick subset: the baseline and the default. */
+static bool in_quick(const struct variant *v)
 {
-	return b > 0 ? a / b : 0;
+	return v->kind == PLAIN || (v->kind == WB && v->chunk == 8 * MiB);
 }
 
-int main(int argc, char **argv)
+static void add_rows(const struct variant *var, const struct stats *s, const char *size)
 {
-	uint64_t size = (uint64_t)8 << 30;
-	const char *csv = "bench/results/wb.csv";
-	struct stats st[NVARIANTS] = { 0 };
-	FILE *out;
+	char item[64], note[120];
+	bool base = var->kind == PLAIN;
+
+	if (s->skipped) {
+		bench_skip(GROUP, size, var->name, "%s", s->skipped);
+		return;
+	}
+	snprintf(item, sizeof(item), "%s: peak dirty", size);
+	snprintf(note, sizeof(note), "%s; machine-wide peak %.0f MiB",
+		 s->own_peak >= 0 ? "the file's own" : "machine-wide", s->peak_dirty);
+	bench_row(GROUP, item, var->name, BENCH_MIB,
+		  s->own_peak >= 0 ? s->own_peak : s->peak_dirty, -1, base, note);
+	snprintf(item, sizeof(item), "%s: time to durable", size);
+	bench_row(GROUP, item, var->name, BENCH_SECS, s->durable_s, -1, base,
+		  "first write to the final fdatasync's return");
+	snprintf(item, sizeof(item), "%s: victim fsync p99", size);
+	bench_row(GROUP, item, var->name, BENCH_MS, s->victim_p99_ms, -1, base,
+		  "4 KiB pwrite + fdatasync every 10 ms");
+	snprintf(item, sizeof(item), "%s: write p99", size);
+	bench_row(GROUP, item, var->name, BENCH_MS, s->p99_ms, -1, base, "per 1 MiB write");
+}
+
+static void targets(const char *size)
+{
+	const struct bench_row *r;
+	char item[64];
+
+	snprintf(item, sizeof(item), "%s: peak dirty", size);
+	r = bench_find(GROUP, item, "write-behind 8MiB");
+	if (r)
+		bench_target_value("write-behind peak dirty, MiB", r->value, 64, false,
+				   "the file's own Dirty+Writeback (8 MiB chunks)");
+	else
+		bench_target_missing("write-behind peak dirty, MiB", 64, false, "not measured");
+	snprintf(item, sizeof(item), "%s: time to durable", size);
+	bench_target_ratio("write-behind time to durable vs plain", GROUP, item,
+			   "write-behind 8MiB", "plain+fdatasync", false, 1.0, false);
+	snprintf(item, sizeof(item), "%s: victim fsync p99", size);
+	bench_target_ratio("write-behind victim fsync p99 vs plain", GROUP, item,
+			   "write-behind 8MiB", "plain+fdatasync", false, 0.5, false);
+}
+
+void bench_writebehind(const struct bench_opts *o)
+{
+	uint64_t size = o->quick ? (uint64_t)1 << 30 : (uint64_t)8 << 30;
+	char label[32];
+	struct stats st;
 	char *buf;
 	size_t v;
-	int i;
 
-	for (i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--quick"))
-			size = (uint64_t)1 << 30;
-		else if (!strcmp(argv[i], "--size") && i + 1 < argc)
-			size = strtoull(argv[++i], NULL, 0);
-		else if (!strcmp(argv[i], "--csv") && i + 1 < argc)
-			csv = argv[++i];
-		else
-			dir = argv[i];
-	}
-	if (!dir)
-		dir = ".";
-	size -= size % WRITE_SIZE;
-	if (size < 16 * MiB || posix_memalign((void **)&buf, 4096, WRITE_SIZE)) {
-		fprintf(stderr, "wb_bench: size too small or no memory\n");
-		return 1;
+	dir = o->dir;
+	snprintf(label, sizeof(label), "%llu GiB", (unsigned long long)(size >> 30));
+	if (posix_memalign((void **)&buf, 4096, WRITE_SIZE)) {
+		bench_skip(GROUP, label, "all", "no memory");
+		return;
 	}
 	for (v = 0; v < WRITE_SIZE; v++)
 		buf[v] = (char)(v * 131 + 7);
-	printf("write-behind: %llu MiB in 1 MiB writes to %s, one variant at a time\n",
-	       (unsigned long long)(size >> 20), dir);
 	for (v = 0; v < NVARIANTS; v++) {
-		if (run(&variants[v], size, buf, &st[v]) < 0 && !st[v].skipped)
-			st[v].skipped = strerror(errno);
-		fprintf(stderr, "  %s done\n", variants[v].name);
-	}
-	printf("\n%-22s %9s %9s %9s %9s %8s %8s %8s | %7s %7s %7s\n", "variant", "peak MiB",
-	       "file's", "mean MiB", "durable s", "p99 ms", "max ms", "vic p99", "durable",
-	       "vic p99", "peak");
-	printf("%-22s %9s %9s %9s %9s %8s %8s %8s | %7s %7s %7s\n", "", "dirty", "peak MiB",
-	       "dirty", "", "write", "write", "ms", "x plain", "x plain", "<=64MiB");
-	out = fopen(csv, "w");
-	if (out)
-		fprintf(out, "variant,size_bytes,peak_dirty_mib,file_peak_dirty_mib,mean_dirty_mib,durable_s,"
-			     "write_p99_ms,write_max_ms,victim_p99_ms,durable_x_plain,"
-			     "victim_p99_x_plain\n");
-	for (v = 0; v < NVARIANTS; v++) {
-		struct stats *s = &st[v];
-
-		if (s->skipped) {
-			printf("%-22s skipped: %s\n", variants[v].name, s->skipped);
+		if (o->quick && !in_quick(&variants[v]))
 			continue;
-		}
-		printf("%-22s %9.1f %9.1f %9.1f %9.2f %8.2f %8.2f %8.2f | %6.2fx %6.2fx %7s\n",
-		       variants[v].name, s->peak_dirty, s->own_peak, s->mean_dirty, s->durable_s, s->p99_ms,
-		       s->max_ms, s->victim_p99_ms, ratio(s->durable_s, st[0].durable_s),
-		       ratio(s->victim_p99_ms, st[0].victim_p99_ms),
-		       s->peak_dirty <= 64 ? "yes" : "no");
-		if (out)
-			fprintf(out, "%s,%llu,%.1f,%.1f,%.1f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f\n",
-				variants[v].name, (unsigned long long)size, s->peak_dirty, s->own_peak,
-				s->mean_dirty, s->durable_s, s->p99_ms, s->max_ms,
-				s->victim_p99_ms, ratio(s->durable_s, st[0].durable_s),
-				ratio(s->victim_p99_ms, st[0].victim_p99_ms));
+		memset(&st, 0, sizeof(st));
+		if (run(&variants[v], size, buf, &st) < 0 && !st.skipped)
+			st.skipped = strerror(errno);
+		add_rows(&variants[v], &st, label);
 	}
-	if (out) {
-		fclose(out);
-		printf("\nCSV: %s\n", csv);
-	}
-	printf("targets for write-behind: peak dirty <= 64 MiB, durable <= 1.0x plain, "
-	       "victim p99 <= 0.5x plain\n");
+	targets(label);
 	free(buf);
-	return 0;
 }
