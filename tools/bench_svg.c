@@ -84,8 +84,12 @@ static void axis(FILE *f, const struct scale *s, int y, int h)
 
 		fprintf(f, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"%s\"/>\n",
 			x, y, x, y + h, l == 0 ? "#333" : "#ddd");
-		fprintf(f, "<text x=\"%.1f\" y=\"%d\" class=\"tick\">%g×</text>\n", x,
-			y + h + 11, exp2(l));
+		if (l >= 0)
+			fprintf(f, "<text x=\"%.1f\" y=\"%d\" class=\"tick\">%g×</text>\n",
+				x, y + h + 11, exp2(l));
+		else
+			fprintf(f, "<text x=\"%.1f\" y=\"%d\" class=\"tick\">1/%g</text>\n",
+				x, y + h + 11, exp2(-l));
 	}
 }
 
