@@ -85,6 +85,33 @@ ssize_t psplice_ex(int fd_in, int64_t *off_in, int fd_out, int64_t *off_out,
 int psplice_copy(int fd_in, int64_t *off_in, int fd_out, int64_t *off_out,
 		 uint64_t len, unsigned int flags, struct psplice_result *res);
 
+/* A prepared pair: fd_in and fd_out classified and the path planned once,
+ * for many moves between the same two open files (a relay's connection, a
+ * server sending one file in pieces). A move then costs the syscall of its
+ * path and nothing more, except file to file, which reads the input's size
+ * on each move. The pair holds what the fds were when it was prepared: after
+ * dup2() over either fd, or fcntl() changing O_NONBLOCK or O_APPEND, prepare
+ * a new one. Whether SIGPIPE is ignored is also read then: if it was, moves
+ * into a pipe or socket skip blocking it (an ignored SIGPIPE kills no one);
+ * a program that restores SIGPIPE's default afterwards must prepare its
+ * pairs again. Moves do not change the pair: threads may share one. */
+struct psplice_pair;
+
+/* Classify fd_in and fd_out and plan the path once. flags: the planning
+ * flags (PSPLICE_F_REFLINK, PSPLICE_F_NOFALLBACK, PSPLICE_F_ONLY(m)). NULL
+ * and errno on error, the errors psplice() gives before any byte moves
+ * (EBADF, EISDIR, EINVAL) or ENOMEM; psplice_last() then says which side. */
+struct psplice_pair *psplice_pair_new(int fd_in, int fd_out, unsigned int flags);
+
+/* psplice_ex() on the pair: the same return, offsets, result, parked bytes
+ * and psplice_last(). flags adds the per-call flags (PSPLICE_F_NONBLOCK,
+ * PSPLICE_F_MORE, PSPLICE_F_MOVE); any other is EINVAL. */
+ssize_t psplice_pair_move(struct psplice_pair *p, int64_t *off_in, int64_t *off_out,
+			  size_t len, unsigned int flags, struct psplice_result *res);
+
+/* Free the pair (NULL is fine); the fds stay open. */
+void psplice_pair_free(struct psplice_pair *p);
+
 /* The result of this thread's last psplice call (never NULL). */
 const struct psplice_result *psplice_last(void);
 

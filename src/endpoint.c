@@ -1,4 +1,5 @@
-/* Classify an fd once per call: what it is and how it may be moved. */
+/* Classify an fd once per call (or once per prepared pair): what it is and
+ * how it may be moved. */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/fs.h>
@@ -73,6 +74,31 @@ static int64_t block_size(int fd)
 	uint64_t n = 0;
 
 	return ioctl(fd, BLKGETSIZE64, &n) == 0 ? (int64_t)n : 0;
+}
+
+/* The size of a file or block device as it is now; 0 for other kinds, or
+ * when it cannot be told (as classify says for a block device). */
+int64_t ps__size_now(int fd, int kind)
+{
+	struct stat st;
+
+	if (kind == PS_K_BLOCK)
+		return block_size(fd);
+	if (kind != PS_K_FILE)
+		return 0;
+	return fstat(fd, &st) == 0 ? st.st_size : -errno;
+}
+
+/* A prepared pair does not keep sizes: files grow and shrink between its
+ * moves. Only the rare moves that need one ask for it. */
+int64_t ps__size(const struct ps_endpoint *ep)
+{
+	int64_t n;
+
+	if (ep->size >= 0)
+		return ep->size;
+	n = ps__size_now(ep->fd, ep->kind);
+	return n > 0 ? n : 0;
 }
 
 int ps__classify(int fd, struct ps_endpoint *ep)

@@ -30,7 +30,8 @@ struct ps_endpoint {
 	int flags;         /* F_GETFL */
 	dev_t dev;
 	ino_t ino;
-	int64_t size;      /* st_size for files and block devices, else 0 */
+	int64_t size;      /* st_size for files and block devices, else 0; -1
+	                      in a prepared pair: not known, ps__size asks */
 	bool seekable, append, nonblock, direct, readable, writable;
 };
 
@@ -52,6 +53,8 @@ static inline bool ps_is_socket(int kind)
 }
 
 PS_HIDDEN int ps__classify(int fd, struct ps_endpoint *ep);
+PS_HIDDEN int64_t ps__size_now(int fd, int kind);
+PS_HIDDEN int64_t ps__size(const struct ps_endpoint *ep);
 
 PS_HIDDEN int ps__path_clone(struct ps_xfer *x);
 PS_HIDDEN int ps__path_cfr(struct ps_xfer *x);

@@ -13,16 +13,20 @@ static int64_t pos_of(int fd, const int64_t *off)
 
 int ps__path_clone(struct ps_xfer *x)
 {
-	int64_t si = pos_of(x->in->fd, x->off_in), so = pos_of(x->out->fd, x->off_out);
+	int64_t si, so, size;
 	uint64_t n, whole = 0;
 	int r;
 
-	if (x->in->kind != PS_K_FILE || x->out->kind != PS_K_FILE ||
-	    x->out->append || x->in->size <= 0 || si < 0 || so < 0)
+	if (x->in->kind != PS_K_FILE || x->out->kind != PS_K_FILE || x->out->append)
 		return ps__next(x, EOPNOTSUPP);
-	if (si >= x->in->size)
+	si = pos_of(x->in->fd, x->off_in);
+	so = pos_of(x->out->fd, x->off_out);
+	size = ps__size(x->in);
+	if (size <= 0 || si < 0 || so < 0)
+		return ps__next(x, EOPNOTSUPP);
+	if (si >= size)
 		return 0;
-	n = (uint64_t)(x->in->size - si);
+	n = (uint64_t)(size - si);
 	if (x->len < n)
 		n = whole = x->len; /* a partial range: must be aligned */
 	r = ps_clone_range(x->in->fd, (uint64_t)si, x->out->fd, (uint64_t)so, whole);

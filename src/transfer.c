@@ -1,16 +1,22 @@
 /* The planner: check the arguments, classify both fds, pick the ordered list
- * of paths for the pair, run them, account the bytes and attribute errors. */
+ * of paths for the pair, run them, account the bytes and attribute errors.
+ * A prepared pair (psplice_pair_new) keeps the classification and the plan
+ * for many moves; psplice_ex and psplice_copy build one on the stack for a
+ * single call, so every entry point goes through the same code. */
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "internal.h"
 #include "sys.h"
 
-#define KNOWN_FLAGS (PSPLICE_F_MOVE | PSPLICE_F_NONBLOCK | PSPLICE_F_MORE | \
-		     PSPLICE_F_NOFALLBACK | PSPLICE_F_REFLINK | PSPLICE_F_ONLY_MASK)
+/* Flags that shape the plan, and flags that only shape one move. */
+#define PLAN_FLAGS (PSPLICE_F_NOFALLBACK | PSPLICE_F_REFLINK | PSPLICE_F_ONLY_MASK)
+#define CALL_FLAGS (PSPLICE_F_MOVE | PSPLICE_F_NONBLOCK | PSPLICE_F_MORE)
+#define KNOWN_FLAGS (PLAN_FLAGS | CALL_FLAGS)
 #define MAX_PLAN 6
 
 typedef int (*ps_path_fn)(struct ps_xfer *);
@@ -20,12 +26,23 @@ struct plan {
 	int method[MAX_PLAN];
 };
 
-struct call {
+/* What can be known of two fds without knowing the call: their kinds and
+ * flags, and the paths to try. Never a file's size: it changes between
+ * moves, and a prepared pair keeps -1 in its place. */
+struct psplice_pair {
 	struct ps_endpoint in, out;
-	struct ps_xfer x;
 	struct plan plan;
+	unsigned int flags;  /* the planning flags */
+	bool guard;          /* block SIGPIPE around each move */
+	bool sized;          /* a move needs the input's size of now */
+};
+
+struct call {
+	struct ps_endpoint in;     /* a sized pair's input, with its size of now */
+	struct ps_xfer x;
+	const struct plan *plan;
 	sigset_t old_mask;
-	bool masked, pipe_pending; /* SIGPIPE pending before the call */
+	bool guard, masked, pipe_pending; /* SIGPIPE pending before the call */
 };
 
 static const ps_path_fn path_of[] = {
@@ -44,6 +61,15 @@ static int fail_early(struct psplice_result *res, int err, int side)
 	return -1;
 }
 
+static int check_flags(unsigned int flags, unsigned int known,
+		       struct psplice_result *res)
+{
+	if ((flags & ~known) ||
+	    ((flags & PSPLICE_F_ONLY_MASK) >> 12) > PSPLICE_METHOD_READWRITE)
+		return fail_early(res, EINVAL, PSPLICE_SIDE_NONE);
+	return 0;
+}
+
 static int check_offset(const struct ps_endpoint *ep, const int64_t *off,
 			uint64_t len)
 {
@@ -58,27 +84,34 @@ static int check_offset(const struct ps_endpoint *ep, const int64_t *off,
 	return 0;
 }
 
+static bool same_file(const struct call *c)
+{
+	const struct ps_endpoint *in = c->x.in, *out = c->x.out;
+
+	return in->kind == PS_K_FILE && out->kind == PS_K_FILE &&
+	       in->dev == out->dev && in->ino == out->ino;
+}
+
 /* Copying a file onto an overlapping range of itself would read bytes it
  * has just written: refuse it as copy_file_range(2) does. */
 static bool overlaps(const struct call *c, uint64_t len)
 {
-	int64_t si, so;
+	int64_t si, so, size = c->x.in->size;
 	uint64_t n;
 
-	if (c->in.kind != PS_K_FILE || c->out.kind != PS_K_FILE ||
-	    c->in.dev != c->out.dev || c->in.ino != c->out.ino)
+	if (!same_file(c))
 		return false;
-	si = c->x.off_in ? *c->x.off_in : ps_lseek(c->in.fd, 0, SEEK_CUR);
-	so = c->x.off_out ? *c->x.off_out : ps_lseek(c->out.fd, 0, SEEK_CUR);
-	if (si < 0 || so < 0 || si >= c->in.size)
+	si = c->x.off_in ? *c->x.off_in : ps_lseek(c->x.in->fd, 0, SEEK_CUR);
+	so = c->x.off_out ? *c->x.off_out : ps_lseek(c->x.out->fd, 0, SEEK_CUR);
+	if (si < 0 || so < 0 || si >= size)
 		return false;
-	n = (uint64_t)(c->in.size - si);
+	n = (uint64_t)(size - si);
 	if (len < n)
 		n = len;
 	/* O_APPEND writes where the input ends, whatever the position says:
 	 * reading up to that end is `cat f >> f`, refused as cat refuses it. */
-	if (c->out.append)
-		return (uint64_t)si + n >= (uint64_t)c->in.size;
+	if (c->x.out->append)
+		return (uint64_t)si + n >= (uint64_t)size;
 	return (uint64_t)si < (uint64_t)so + n && (uint64_t)so < (uint64_t)si + n;
 }
 
@@ -87,46 +120,14 @@ static bool overlaps(const struct call *c, uint64_t len)
  * the input ends where it ended when the call began. */
 static uint64_t self_copy_len(const struct call *c, uint64_t len)
 {
-	int64_t si;
+	int64_t si, size = c->x.in->size;
 
-	if (c->in.kind != PS_K_FILE || c->out.kind != PS_K_FILE ||
-	    c->in.dev != c->out.dev || c->in.ino != c->out.ino)
+	if (!same_file(c))
 		return len;
-	si = c->x.off_in ? *c->x.off_in : ps_lseek(c->in.fd, 0, SEEK_CUR);
-	if (si < 0 || si >= c->in.size || len <= (uint64_t)(c->in.size - si))
+	si = c->x.off_in ? *c->x.off_in : ps_lseek(c->x.in->fd, 0, SEEK_CUR);
+	if (si < 0 || si >= size || len <= (uint64_t)(size - si))
 		return len;
-	return (uint64_t)(c->in.size - si);
-}
-
-/* Everything that can be refused before a byte moves. */
-static int prepare(struct call *c, int fd_in, int64_t *off_in, int fd_out,
-		   int64_t *off_out, uint64_t len, unsigned int flags,
-		   struct psplice_result *res)
-{
-	int err;
-
-	memset(res, 0, sizeof(*res));
-	if ((flags & ~KNOWN_FLAGS) ||
-	    ((flags & PSPLICE_F_ONLY_MASK) >> 12) > PSPLICE_METHOD_READWRITE)
-		return fail_early(res, EINVAL, PSPLICE_SIDE_NONE);
-	if (ps__classify(fd_in, &c->in) < 0 || !c->in.readable)
-		return fail_early(res, EBADF, PSPLICE_SIDE_IN);
-	if (ps__classify(fd_out, &c->out) < 0 || !c->out.writable)
-		return fail_early(res, EBADF, PSPLICE_SIDE_OUT);
-	if (c->in.kind == PS_K_DIR)
-		return fail_early(res, EISDIR, PSPLICE_SIDE_IN);
-	if ((err = check_offset(&c->in, off_in, len)))
-		return fail_early(res, err, PSPLICE_SIDE_IN);
-	if ((err = check_offset(&c->out, off_out, len)))
-		return fail_early(res, err, PSPLICE_SIDE_OUT);
-	/* pwrite(2) on an O_APPEND file appends whatever the offset says. */
-	if (off_out && c->out.append)
-		return fail_early(res, EINVAL, PSPLICE_SIDE_OUT);
-	c->x = (struct ps_xfer){ .in = &c->in, .out = &c->out, .off_in = off_in,
-				 .off_out = off_out, .flags = flags, .res = res };
-	if (overlaps(c, len))
-		return fail_early(res, EINVAL, PSPLICE_SIDE_NONE);
-	return 0;
+	return (uint64_t)(size - si);
 }
 
 static void add(struct plan *p, int method)
@@ -134,12 +135,20 @@ static void add(struct plan *p, int method)
 	p->method[p->n++] = method;
 }
 
-/* The ordered paths for this pair of endpoints, fastest first. */
-static void make_plan(struct call *c)
+static bool planned(const struct plan *p, int method)
 {
-	const struct ps_endpoint *in = &c->in, *out = &c->out;
-	unsigned int flags = c->x.flags, only = (flags & PSPLICE_F_ONLY_MASK) >> 12;
-	struct plan *p = &c->plan;
+	for (int i = 0; i < p->n; i++)
+		if (p->method[i] == method)
+			return true;
+	return false;
+}
+
+/* The ordered paths for this pair of endpoints, fastest first. */
+static void make_plan(struct psplice_pair *pair)
+{
+	const struct ps_endpoint *in = &pair->in, *out = &pair->out;
+	unsigned int flags = pair->flags, only = (flags & PSPLICE_F_ONLY_MASK) >> 12;
+	struct plan *p = &pair->plan;
 
 	p->n = 0;
 	if (only) {
@@ -163,6 +172,59 @@ static void make_plan(struct call *c)
 	add(p, PSPLICE_METHOD_READWRITE);
 }
 
+/* Everything that needs only the two fds: classify them and plan. flags
+ * holds the planning flags alone. */
+static int pair_init(struct psplice_pair *p, int fd_in, int fd_out,
+		     unsigned int flags, struct psplice_result *res)
+{
+	if (ps__classify(fd_in, &p->in) < 0 || !p->in.readable)
+		return fail_early(res, EBADF, PSPLICE_SIDE_IN);
+	if (ps__classify(fd_out, &p->out) < 0 || !p->out.writable)
+		return fail_early(res, EBADF, PSPLICE_SIDE_OUT);
+	if (p->in.kind == PS_K_DIR)
+		return fail_early(res, EISDIR, PSPLICE_SIDE_IN);
+	p->flags = flags;
+	make_plan(p);
+	p->guard = p->out.kind == PS_K_PIPE || ps_is_socket(p->out.kind);
+	p->sized = false; /* the sizes were just read */
+	return 0;
+}
+
+/* Everything else that can be refused before a byte moves: the offsets and
+ * the length of this call. flags holds the per-call flags alone. */
+static int begin(struct call *c, const struct psplice_pair *p, int64_t *off_in,
+		 int64_t *off_out, uint64_t len, unsigned int flags,
+		 struct psplice_result *res)
+{
+	const struct ps_endpoint *in = &p->in;
+	int err;
+
+	if ((err = check_offset(&p->in, off_in, len)))
+		return fail_early(res, err, PSPLICE_SIDE_IN);
+	if ((err = check_offset(&p->out, off_out, len)))
+		return fail_early(res, err, PSPLICE_SIDE_OUT);
+	/* pwrite(2) on an O_APPEND file appends whatever the offset says. */
+	if (off_out && p->out.append)
+		return fail_early(res, EINVAL, PSPLICE_SIDE_OUT);
+	if (p->sized) {
+		/* The overlap refusal and clone measure the input as it is
+		 * now: `cat f >> f` is refused after f has grown too. */
+		c->in = p->in;
+		c->in.size = ps__size_now(c->in.fd, c->in.kind);
+		if (c->in.size < 0)
+			return fail_early(res, (int)-c->in.size, PSPLICE_SIDE_IN);
+		in = &c->in;
+	}
+	c->x = (struct ps_xfer){ .in = in, .out = &p->out, .off_in = off_in,
+				 .off_out = off_out, .flags = p->flags | flags,
+				 .res = res };
+	c->plan = &p->plan;
+	c->guard = p->guard;
+	if (overlaps(c, len))
+		return fail_early(res, EINVAL, PSPLICE_SIDE_NONE);
+	return 0;
+}
+
 /* Splicing into a socket or a pipe without a reader raises SIGPIPE, and
  * splice(2) has no MSG_NOSIGNAL: block it around the call, and take back the
  * one our call raised. */
@@ -170,7 +232,7 @@ static void guard_sigpipe(struct call *c)
 {
 	sigset_t set;
 
-	c->masked = c->out.kind == PS_K_PIPE || ps_is_socket(c->out.kind);
+	c->masked = c->guard;
 	if (!c->masked)
 		return;
 	sigemptyset(&set);
@@ -240,9 +302,9 @@ static int nonblock_side(const struct call *c)
 {
 	if (!(c->x.flags & PSPLICE_F_NONBLOCK))
 		return PSPLICE_SIDE_NONE;
-	if (unready(&c->in, POLLIN))
+	if (unready(c->x.in, POLLIN))
 		return PSPLICE_SIDE_IN;
-	if (unready(&c->out, POLLOUT))
+	if (unready(c->x.out, POLLOUT))
 		return PSPLICE_SIDE_OUT;
 	return PSPLICE_SIDE_NONE;
 }
@@ -264,14 +326,14 @@ static void step(struct call *c, int *at, bool *progress)
 		ps__fail(&c->x, EAGAIN, side);
 		return;
 	}
-	for (; *at < c->plan.n; (*at)++) {
-		if (run_path(c, c->plan.method[*at]) != PS_NEXT) {
+	for (; *at < c->plan->n; (*at)++) {
+		if (run_path(c, c->plan->method[*at]) != PS_NEXT) {
 			if (c->x.res->out_bytes > before)
 				progress[*at] = true;
 			return;
 		}
 		if (progress[*at] && c->x.next_err &&
-		    c->plan.method[*at] == PSPLICE_METHOD_COPY_FILE_RANGE) {
+		    c->plan->method[*at] == PSPLICE_METHOD_COPY_FILE_RANGE) {
 			ps__fail(&c->x, c->x.next_err,
 				 ps__side_of(&c->x, c->x.next_err));
 			return;
@@ -292,34 +354,48 @@ static void publish(const struct psplice_result *r, struct psplice_result *res)
 		*res = *r;
 }
 
-ssize_t psplice_ex(int fd_in, int64_t *off_in, int fd_out, int64_t *off_out,
-		   size_t len, unsigned int flags, struct psplice_result *res)
+/* psplice_ex's return value, from the published result. */
+static ssize_t step_return(const struct psplice_result *r, struct psplice_result *res)
 {
-	struct psplice_result r;
+	publish(r, res);
+	if (r->out_bytes && !r->parked_len)
+		return (ssize_t)r->out_bytes;
+	if (r->error) {
+		errno = r->error;
+		return -1;
+	}
+	return 0;
+}
+
+/* One step on a classified pair: the body of psplice_ex and of
+ * psplice_pair_move. flags holds the per-call flags alone. */
+static void move(const struct psplice_pair *p, int64_t *off_in, int64_t *off_out,
+		 size_t len, unsigned int flags, struct psplice_result *r)
+{
 	bool progress[MAX_PLAN] = { false };
 	struct call c;
 	int at = 0;
 
-	if (len > PS_MAX_CHUNK)
-		len = PS_MAX_CHUNK;
-	if (prepare(&c, fd_in, off_in, fd_out, off_out, len, flags, &r) < 0)
-		goto out;
-	if (!len)
-		goto out;
+	if (begin(&c, p, off_in, off_out, len, flags, r) < 0 || !len)
+		return;
 	c.x.len = len;
-	make_plan(&c);
 	guard_sigpipe(&c);
 	step(&c, &at, progress);
 	unguard_sigpipe(&c);
-out:
-	publish(&r, res);
-	if (r.out_bytes && !r.parked_len)
-		return (ssize_t)r.out_bytes;
-	if (r.error) {
-		errno = r.error;
-		return -1;
-	}
-	return 0;
+}
+
+ssize_t psplice_ex(int fd_in, int64_t *off_in, int fd_out, int64_t *off_out,
+		   size_t len, unsigned int flags, struct psplice_result *res)
+{
+	struct psplice_result r = { 0 };
+	struct psplice_pair p;
+
+	if (len > PS_MAX_CHUNK)
+		len = PS_MAX_CHUNK;
+	if (check_flags(flags, KNOWN_FLAGS, &r) == 0 &&
+	    pair_init(&p, fd_in, fd_out, flags & PLAN_FLAGS, &r) == 0)
+		move(&p, off_in, off_out, len, flags & CALL_FLAGS, &r);
+	return step_return(&r, res);
 }
 
 ssize_t psplice(int fd_in, int64_t *off_in, int fd_out, int64_t *off_out,
@@ -331,16 +407,18 @@ ssize_t psplice(int fd_in, int64_t *off_in, int fd_out, int64_t *off_out,
 int psplice_copy(int fd_in, int64_t *off_in, int fd_out, int64_t *off_out,
 		 uint64_t len, unsigned int flags, struct psplice_result *res)
 {
-	struct psplice_result r;
+	struct psplice_result r = { 0 };
 	bool progress[MAX_PLAN] = { false };
+	struct psplice_pair p;
 	uint64_t before;
 	struct call c;
 	int at = 0;
 
-	if (prepare(&c, fd_in, off_in, fd_out, off_out, len, flags, &r) < 0)
+	if (check_flags(flags, KNOWN_FLAGS, &r) < 0 ||
+	    pair_init(&p, fd_in, fd_out, flags & PLAN_FLAGS, &r) < 0 ||
+	    begin(&c, &p, off_in, off_out, len, flags & CALL_FLAGS, &r) < 0)
 		goto out;
 	len = self_copy_len(&c, len);
-	make_plan(&c);
 	c.x.retry_eintr = true;
 	guard_sigpipe(&c);
 	while (r.out_bytes < len || len == PSPLICE_TO_EOF) {
@@ -364,6 +442,75 @@ out:
 		return -1;
 	}
 	return 0;
+}
+
+/* An ignored SIGPIPE cannot kill anyone: a pair prepared while it is
+ * ignored (servers ignore it) moves without the guard's two or three
+ * syscalls. */
+static bool sigpipe_ignored(void)
+{
+	struct sigaction sa;
+
+	return sigaction(SIGPIPE, NULL, &sa) == 0 && !(sa.sa_flags & SA_SIGINFO) &&
+	       sa.sa_handler == SIG_IGN;
+}
+
+/* A pair outlives the call that prepared it: forget the sizes, which change
+ * between moves, and say which moves must read the input's again. */
+static void keep(struct psplice_pair *p)
+{
+	if (p->in.seekable)
+		p->in.size = -1;
+	if (p->out.seekable)
+		p->out.size = -1;
+	p->sized = (p->in.kind == PS_K_FILE && p->out.kind == PS_K_FILE) ||
+		   planned(&p->plan, PSPLICE_METHOD_CLONE);
+	if (p->guard && sigpipe_ignored())
+		p->guard = false;
+}
+
+static struct psplice_pair *refused(const struct psplice_result *r)
+{
+	publish(r, NULL);
+	errno = r->error;
+	return NULL;
+}
+
+struct psplice_pair *psplice_pair_new(int fd_in, int fd_out, unsigned int flags)
+{
+	struct psplice_result r = { 0 };
+	struct psplice_pair p, *pp;
+
+	if (check_flags(flags, PLAN_FLAGS, &r) < 0 ||
+	    pair_init(&p, fd_in, fd_out, flags, &r) < 0)
+		return refused(&r);
+	keep(&p);
+	pp = malloc(sizeof(*pp));
+	if (!pp) {
+		fail_early(&r, ENOMEM, PSPLICE_SIDE_NONE);
+		return refused(&r);
+	}
+	*pp = p;
+	return pp;
+}
+
+ssize_t psplice_pair_move(struct psplice_pair *p, int64_t *off_in, int64_t *off_out,
+			  size_t len, unsigned int flags, struct psplice_result *res)
+{
+	struct psplice_result r = { 0 };
+
+	if (len > PS_MAX_CHUNK)
+		len = PS_MAX_CHUNK;
+	if (!p)
+		fail_early(&r, EINVAL, PSPLICE_SIDE_NONE);
+	else if (check_flags(flags, CALL_FLAGS, &r) == 0)
+		move(p, off_in, off_out, len, flags, &r);
+	return step_return(&r, res);
+}
+
+void psplice_pair_free(struct psplice_pair *p)
+{
+	free(p);
 }
 
 const struct psplice_result *psplice_last(void)

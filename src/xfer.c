@@ -58,12 +58,12 @@ static int64_t in_pos(const struct ps_xfer *x)
  * only when the size says the offset is at or past the end. */
 bool ps__zero_is_eof(const struct ps_xfer *x)
 {
-	int64_t pos;
+	int64_t pos, size = ps__size(x->in);
 
-	if (x->in->size <= 0)
+	if (size <= 0)
 		return false;
 	pos = in_pos(x);
-	return pos >= x->in->size;
+	return pos >= size;
 }
 
 /* Which side a two-sided call (copy_file_range, sendfile) failed on. Errors

@@ -100,6 +100,13 @@ int main(int argc, char **argv)
 	if (pipe(p) || psplice(in, &off, p[1], NULL, 3, 0) != 3 || off != 4 ||
 	    read(p[0], buf, sizeof(buf)) != 3 || psplice_last()->method != PSPLICE_METHOD_SPLICE)
 		return 5;
+	/* The same through a prepared pair. */
+	struct psplice_pair *pp = psplice_pair_new(in, p[1], 0);
+	off = 1;
+	if (!pp || psplice_pair_move(pp, &off, NULL, 3, 0, &r) != 3 || off != 4 ||
+	    r.method != PSPLICE_METHOD_SPLICE || read(p[0], buf, sizeof(buf)) != 3)
+		return 7;
+	psplice_pair_free(pp);
 	n = psplice(p[0], &off, out, NULL, 1, 0);
 	if (n != -1 || psplice_last()->side != PSPLICE_SIDE_IN)
 		return 6;
