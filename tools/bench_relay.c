@@ -688,6 +688,7 @@ static void sink_read(struct load *l, struct slots *s, uint32_t slot, char *buf)
 	int fd = s->fd[slot], i;
 	ssize_t n;
 
+	/* A slot closed earlier in the same batch of events is -1. */
 	for (i = 0; i < 64 && fd >= 0; i++) {
 		n = recv(fd, buf, SINK_BUF, MSG_TRUNC | MSG_DONTWAIT);
 		if (n > 0) {
@@ -707,12 +708,12 @@ static void sink_read(struct load *l, struct slots *s, uint32_t slot, char *buf)
 static void *sink_main(void *arg)
 {
 	struct load *l = arg;
-	struct epoll_event ev[64] = { { .events = EPOLLIN, .data.u32 = LISTENER_SLOT } };
+	struct epoll_event lev = { .events = EPOLLIN, .data.u32 = LISTENER_SLOT }, ev[64];
 	struct slots s = { NULL, 0, 0 };
 	char *buf = malloc(SINK_BUF);
 	int ep = epoll_create1(EPOLL_CLOEXEC), n, i;
 
-	if (!buf || ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, l->listen_fd, &ev[0]) < 0)
+	if (!buf || ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, l->listen_fd, &lev) < 0)
 		goto out;
 	while (!atomic_load(&l->stop_sink)) {
 		n = epoll_wait(ep, ev, 64, 50);
