@@ -415,7 +415,7 @@ const char *t_mount_tmpfs(const char *name, const char *size)
 	return t_mount(name, "tmpfs", "tmpfs", opts);
 }
 
-int t_seccomp_errno(long nr, int err, int argi, uint64_t argval)
+static int seccomp_ret(long nr, uint32_t ret, int argi, uint64_t argval)
 {
 #if defined(__x86_64__)
 	const uint32_t arch = AUDIT_ARCH_X86_64;
@@ -438,7 +438,7 @@ int t_seccomp_errno(long nr, int err, int argi, uint64_t argval)
 		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)argval, 0, 3),
 		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, arg_at + 4),
 		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)(argval >> 32), 0, 1),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ((uint32_t)err & SECCOMP_RET_DATA)),
+		BPF_STMT(BPF_RET | BPF_K, ret),
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
 	};
 	struct sock_fprog prog = { .len = sizeof(f) / sizeof(f[0]), .filter = f };
@@ -454,6 +454,24 @@ int t_seccomp_errno(long nr, int err, int argi, uint64_t argval)
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		return -1;
 	return (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog);
+}
+
+int t_seccomp_errno(long nr, int err, int argi, uint64_t argval)
+{
+	return seccomp_ret(nr, SECCOMP_RET_ERRNO | ((uint32_t)err & SECCOMP_RET_DATA),
+			   argi, argval);
+}
+
+int t_seccomp_kill(long nr)
+{
+	return seccomp_ret(nr, SECCOMP_RET_KILL_PROCESS, -1, 0);
+}
+
+bool t_under_valgrind(void)
+{
+	const char *p = getenv("LD_PRELOAD");
+
+	return p && strstr(p, "vgpreload");
 }
 
 int t_child(void (*fn)(void *), void *arg)

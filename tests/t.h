@@ -110,6 +110,11 @@ const char *t_mount_tmpfs(const char *name, const char *size);
  * fail with err: every call, or when argi >= 0 only the calls whose argument
  * argi equals argval. Filters stack. 0, or -1 and errno. */
 int t_seccomp_errno(long nr, int err, int argi, uint64_t argval);
+/* The same, but a call of syscall nr kills the process (SIGSYS): proof that
+ * code run after it never makes that call. */
+int t_seccomp_kill(long nr);
+/* Running under valgrind, whose own syscalls seccomp filters would refuse. */
+bool t_under_valgrind(void);
 /* Run fn(arg) in a forked child and return its exit status (T_PASS, T_FAIL,
  * T_SKIP); a child killed by a signal is reported and counts as T_FAIL. */
 int t_child(void (*fn)(void *), void *arg);
