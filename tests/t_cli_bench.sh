@@ -1,0 +1,53 @@
+#!/bin/sh
+# psplice bench: the machinery, not the figures. A short run of the groups
+# that need no peers must give each measured item its baseline, flag nothing
+# it cannot back, and write a CSV and an SVG that parse; bad options are
+# usage errors.
+dir=$1
+bin=${PSPLICE_BIN:?}
+t=$(mktemp -d "$dir/cli-bench-XXXXXX") || exit 1
+trap 'rm -rf "$t"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+"$bin" bench --quick --only mechanism,per-call --secs 0.2 --dir "$t" --out "$t/out" \
+	> "$t/table" 2> "$t/err" || fail "bench: exit $? ($(tail -3 "$t/err"))"
+for f in latest.csv latest.svg latest.txt; do
+	[ -s "$t/out/$f" ] || fail "no $f"
+done
+grep -q '^\[mechanism\]' "$t/table" || fail "no mechanism block in the table"
+grep -q '^\[per-call\]' "$t/table" || fail "no per-call block in the table"
+grep -q 'psplice() per call over the raw syscall, 4 KiB' "$t/table" ||
+	fail "the per-call target is not reported"
+
+# Every measured row of an item has the item's baseline, a positive value
+# and a ratio; the planner's row names a method.
+python3 - "$t/out/latest.csv" "$t/out/latest.svg" <<'PY' || fail "CSV or SVG check"
+import csv, sys, xml.etree.ElementTree as ET
+rows = [r for r in csv.DictReader(open(sys.argv[1])) if r["kind"] == "row"]
+base = {(r["group"], r["item"]) for r in rows if r["baseline"] == "1" and r["value"]}
+items = {(r["group"], r["item"]) for r in rows}
+assert items <= base, "items without a baseline: %s" % (items - base)
+for r in rows:
+    if r["unit"]:
+        assert float(r["value"]) > 0, r
+        assert float(r["ratio"]) > 0, r
+    if r["variant"] == "planner (no flags)":
+        assert "planner" in r["note"].lower(), r
+mech = {r["item"] for r in rows if r["group"] == "mechanism"}
+assert {"file -> pipe", "pipe -> file", "tcp -> tcp", "file -> file"} <= mech, mech
+assert len(rows) >= 20, len(rows)
+picks = {r["item"]: r["note"] for r in rows if r["variant"] == "planner (no flags)"}
+assert "splice" in picks["file -> pipe"], picks
+assert "copy_file_range" in picks["file -> file"], picks
+assert "splice_pipe" in picks["tcp -> tcp"], picks
+ET.parse(sys.argv[2])
+PY
+
+out=$("$bin" bench --only nosuch 2>&1); rc=$?
+[ $rc -eq 1 ] || fail "--only nosuch: exit $rc"
+case $out in *"unknown group 'nosuch'"*) ;; *) fail "--only nosuch: '$out'" ;; esac
+"$bin" bench --secs 0 >/dev/null 2>&1 && fail "--secs 0 accepted"
+"$bin" bench extra >/dev/null 2>&1 && fail "an operand accepted"
+"$bin" bench --dir "$t/missing" --only per-call >/dev/null 2>&1 &&
+	fail "a missing --dir accepted"
+exit 0
