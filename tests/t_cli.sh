@@ -227,6 +227,15 @@ rc_is $LINENO 0; same $LINENO a o; [ -s err ] || fail $LINENO "-v after a file i
 "$P" cat -- -v >o 2>err; rc=$?
 rc_is $LINENO 0; same $LINENO b o; err_is $LINENO
 
+# cat grows the pipes it splices through to 1 MiB (fewer, larger splices);
+# the reader asks the pipe's size once it has read everything.
+pipe_size='import fcntl, sys; d = sys.stdin.buffer.read(); print(len(d), fcntl.fcntl(0, 1032))'
+head -c 300000 /dev/zero > big
+out=$("$P" cat big | python3 -c "$pipe_size")
+[ "$out" = "300000 1048576" ] || fail $LINENO "output pipe: $out"
+out=$(cat big | "$P" cat | python3 -c "$pipe_size")
+[ "$out" = "300000 1048576" ] || fail $LINENO "input pipe: $out"
+
 # --help into a full disk is an error, as in coreutils
 "$P" cp --help >/dev/full 2>err; rc=$?
 rc_is $LINENO 1
