@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -342,6 +344,15 @@ static int write_outputs(const char *out, const char *machine)
 	return bad;
 }
 
+/* The groups mount tmpfs and XFS under the scratch directory: in a mount
+ * namespace of the bench's own, a run killed half-way leaves no mount
+ * behind (and the loop device goes with its last mount). */
+static void private_mounts(void)
+{
+	if (unshare(CLONE_NEWNS) == 0)
+		mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL);
+}
+
 static void raise_nofile(void)
 {
 	struct rlimit r;
@@ -379,7 +390,7 @@ static void remove_scratch(const char *dir)
 {
 	char cmd[4200];
 
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	snprintf(cmd, sizeof(cmd), "/bin/rm -rf '%s'", dir);
 	bench_sh(cmd, NULL, NULL);
 }
 
@@ -426,6 +437,8 @@ static int bench_main(const struct cli_cmd *cmd, int argc, char **argv)
 	/* Servers ignore SIGPIPE, and every peer here measured is one. */
 	signal(SIGPIPE, SIG_IGN);
 	raise_nofile();
+	if (o.root)
+		private_mounts();
 	describe_machine(machine, sizeof(machine), o.dir);
 	fprintf(stderr, "psplice bench %s: %s\n", o.quick ? "--quick" : "(full)", machine);
 	run_groups(&o, only);
