@@ -404,21 +404,54 @@ static void cp_variants(struct item *it, const struct bench_opts *o)
 	variant(it, "read/write 128 KiB", false, "in-process loop; no fsync")->inproc = true;
 }
 
+/* "cp SRC DST && sync -d DST": coreutils' way to a durable copy. */
+static void cp_then_sync(struct item *it, struct variant *v)
+{
+	char inner[sizeof(v->cmd) / 2] = "cp ";
+
+	add_quoted(inner, sizeof(inner), it->src);
+	add(inner, sizeof(inner), " ");
+	add_quoted(inner, sizeof(inner), it->dst);
+	add(inner, sizeof(inner), " && sync -d ");
+	add_quoted(inner, sizeof(inner), it->dst);
+	timed_prefix(v);
+	add(v->cmd, sizeof(v->cmd), "bash -c ");
+	add_quoted(v->cmd, sizeof(v->cmd), inner);
+	check_len(v, inner, sizeof(inner));
+	check_len(v, v->cmd, sizeof(v->cmd));
+}
+
+/* The copy until its data is durable, where write-behind earns its keep:
+ * cp leaves the whole file dirty for the final sync to write. */
+static void cp_durable_variants(struct item *it, const struct bench_opts *o)
+{
+	cp_then_sync(it, variant(it, "cp && sync -d", true, "coreutils, then fdatasync"));
+	command(it, variant(it, "psplice cp --sync=data", false, "write-behind on (default)"),
+		o->self, "cp --sync=data");
+	command(it, variant(it, "psplice cp --no-write-behind --sync=data", false, ""),
+		o->self, "cp --no-write-behind --sync=data");
+}
+
 /* cp, psplice cp and a read/write loop, each copying a cached file of size
- * bytes in dir to a new file there; the time of the copy only. */
+ * bytes in dir to a new file there; the time of the copy only, or with
+ * durable until the copy's data is durable. */
 static void cp_in(const struct bench_opts *o, const char *dir, const char *fs,
-		  uint64_t size)
+		  uint64_t size, bool durable)
 {
 	struct item it = { .group = "cp", .reps = o->quick ? 2 : 3,
 			   .max_reps = o->quick ? 4 : 6, .budget = o->secs * 2 };
 	char src[4096], dst[4096];
 
-	snprintf(it.name, sizeof(it.name), "%s, %s", fs, size_text(size));
+	snprintf(it.name, sizeof(it.name), "%s, %s%s", fs, size_text(size),
+		 durable ? ", until durable" : "");
 	join(src, sizeof(src), dir, "peers-cp.src");
 	join(dst, sizeof(dst), dir, "peers-cp.dst");
 	it.src = src;
 	it.dst = dst;
-	cp_variants(&it, o);
+	if (durable)
+		cp_durable_variants(&it, o);
+	else
+		cp_variants(&it, o);
 	it.sync_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (it.sync_fd < 0)
 		skip_item(&it, "cannot open the directory: %s", strerror(errno));
@@ -433,7 +466,12 @@ static void cp_in(const struct bench_opts *o, const char *dir, const char *fs,
 		close(it.sync_fd);
 	unlink(src);
 	unlink(dst);
-	cp_target(&it);
+	if (durable)
+		bench_target_ratio("psplice cp --sync=data vs cp && sync -d", it.group,
+				   it.name, "psplice cp --sync=data", "cp && sync -d", false,
+				   1.0, true);
+	else
+		cp_target(&it);
 }
 
 /* Unmount what we mounted: a file still open in it (a killed command's)
@@ -512,7 +550,7 @@ static void cp_tmpfs(const struct bench_opts *o, uint64_t size)
 		cp_target(&it);
 		return;
 	}
-	cp_in(o, dir, "tmpfs", size);
+	cp_in(o, dir, "tmpfs", size, false);
 	if (mounted)
 		unmount(dir);
 	rmdir(dir);
@@ -705,7 +743,8 @@ void bench_peers_cp(const struct bench_opts *o)
 {
 	uint64_t size = o->quick ? 256 * MiB : GiB;
 
-	cp_in(o, o->dir, fs_name(o->dir), size);
+	cp_in(o, o->dir, fs_name(o->dir), size, false);
+	cp_in(o, o->dir, fs_name(o->dir), size, true);
 	cp_tmpfs(o, size);
 	cp_reflink(o);
 }

@@ -152,11 +152,11 @@ static void print_rows(FILE *f)
 		if (strcmp(group, r->group)) {
 			group = r->group;
 			item = "";
-			fprintf(f, "\n[%s]\n  %-34s %-30s %7s %17s %9s %6s  %s\n", group,
+			fprintf(f, "\n[%s]\n  %-34s %-40s %7s %17s %9s %6s  %s\n", group,
 				"item", "variant", "ratio", "value", "CPU s/GiB", "CPU x",
 				"note");
 		}
-		fprintf(f, "  %-34s %-30s ", strcmp(item, r->item) ? r->item : "",
+		fprintf(f, "  %-34s %-40s ", strcmp(item, r->item) ? r->item : "",
 			r->variant);
 		item = r->item;
 		if (r->unit < 0) {
