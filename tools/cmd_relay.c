@@ -1,7 +1,8 @@
 /* psplice relay: forward every connection accepted on LISTEN to TARGET.
  * Each worker thread runs its own epoll loop; each direction of a
- * connection moves with psplice_ex(PSPLICE_F_NONBLOCK) and, when the engine
- * says EAGAIN, waits for exactly the side it names. */
+ * connection is a psplice pair, prepared once when the connection is set up,
+ * and moves with psplice_pair_move(PSPLICE_F_NONBLOCK); when the engine says
+ * EAGAIN, it waits for exactly the side the engine names. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -25,7 +26,7 @@
 
 #include "common.h"
 
-#define CHUNK (1u << 20)     /* asked of each psplice_ex call */
+#define CHUNK (1u << 20)     /* asked of each move */
 #define BUDGET 16            /* calls per direction per event: fairness */
 #define ACCEPT_BATCH 64
 #define RETRY_MS 100         /* a paused listener looks again this often */
@@ -71,6 +72,7 @@ enum dir_state { D_READ, D_WRITE, D_DONE };
 /* One direction: 0 is client to target, 1 target to client. */
 struct dir {
 	struct handle *in, *out;
+	struct psplice_pair *pair; /* in to out, prepared once connected */
 	enum dir_state state;
 	bool eof;            /* input ended; shut down output once buf is out */
 	unsigned char *buf;  /* bytes the engine parked, not yet delivered */
@@ -283,8 +285,10 @@ static void conn_close(struct worker *w, struct conn *c, const char *how, int er
 		close(c->client.fd);
 	if (c->target.fd >= 0)
 		close(c->target.fd);
-	for (i = 0; i < 2; i++)
+	for (i = 0; i < 2; i++) {
+		psplice_pair_free(c->d[i].pair);
 		free(c->d[i].buf);
+	}
 	c->prev->next = c->next;
 	c->next->prev = c->prev;
 	w->nconns--;
@@ -306,9 +310,30 @@ static void touch(struct worker *w, struct conn *c)
 		w->next_check = c->deadline;
 }
 
+/* Both directions classified and planned once, for all their moves. serve()
+ * ignores SIGPIPE before any worker starts, so moves skip the engine's
+ * SIGPIPE guard. */
+static int prepare_pairs(struct conn *c, unsigned int flags)
+{
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		c->d[i].pair = psplice_pair_new(c->d[i].in->fd, c->d[i].out->fd, flags);
+		if (!c->d[i].pair)
+			return -errno;
+	}
+	return 0;
+}
+
 static void connected(struct worker *w, struct conn *c)
 {
+	int err = prepare_pairs(c, 0);
+
 	c->connecting = false;
+	if (err < 0) {
+		conn_close(w, c, "cannot relay", -err);
+		return;
+	}
 	c->d[0].state = D_READ;
 	c->d[1].state = D_READ;
 	touch(w, c);
@@ -485,7 +510,7 @@ static int pump(struct worker *w, struct conn *c, struct dir *d, struct failure 
 			d->state = D_DONE;
 			return 0;
 		}
-		psplice_ex(d->in->fd, NULL, d->out->fd, NULL, CHUNK, PSPLICE_F_NONBLOCK, &res);
+		psplice_pair_move(d->pair, NULL, NULL, CHUNK, PSPLICE_F_NONBLOCK, &res);
 		count(w, c, d, res.out_bytes);
 		if (res.in_bytes)
 			touch(w, c);
@@ -776,9 +801,9 @@ static int serve(struct relay *r, struct worker *w)
 	if (make_listeners(r, w) < 0)
 		return 1;
 	/* Signals go to the signalfd alone: workers inherit the mask. A peer
-	 * that went away must not end the relay: the engine keeps its own
-	 * SIGPIPEs from us and parked bytes go out with MSG_NOSIGNAL, and
-	 * ignoring it covers anything else. */
+	 * that went away must not end the relay: parked bytes go out with
+	 * MSG_NOSIGNAL, and SIGPIPE is ignored before any pair is prepared,
+	 * so the pairs' moves need no guard against it (psplice_pair_new(3)). */
 	signal(SIGPIPE, SIG_IGN);
 	sigemptyset(&set);
 	sigaddset(&set, SIGINT);
