@@ -2,7 +2,7 @@
 # psplice relay on loopback: curl through it to python3 -m http.server, iperf3, bulk
 # echo both ways at once with checksums, half-close, client and target resets, target down,
 # IPv6 and unix addresses, 500 concurrent connections, idle timeout,
-# SIGUSR1 stats and the SIGTERM drain. Every wait is bounded.
+# SIGUSR1 stats, the SIGTERM drain and --copy=readwrite. Every wait is bounded.
 dir=$1
 bin=${PSPLICE_BIN:?}
 command -v python3 >/dev/null 2>&1 || { echo "SKIP: python3 missing"; exit 77; }
@@ -348,6 +348,15 @@ grep -q "#1 .* closed" "$t/max.log" || fail "max-conns: second client served whi
 wait "$first" || fail "max-conns: first client"
 kill -TERM "$rpid"; wait "$rpid" || fail "max-conns relay: exit $?"
 
+# --copy=readwrite: every byte through the relay's memory, both ways at
+# once, still byte-exact (the client compares all and the server's sha256).
+relay rw --copy=readwrite -j 2 127.0.0.1:0 "127.0.0.1:$port"
+timeout 20 python3 "$t/peer.py" client "127.0.0.1:$rport" 4 4194304 || fail "--copy=readwrite echo"
+timeout 10 python3 "$t/peer.py" client "127.0.0.1:$rport" 1 1048576 0.5 ||
+	fail "--copy=readwrite: half-close"
+alive "$rpid" rw
+kill -TERM "$rpid"; wait "$rpid" || fail "readwrite relay: exit $?"
+
 # unix: both as the listener and as the target, whose short queue and slow
 # accept make connects fail with EAGAIN, tried again until they succeed.
 serve unix "unix:$t/echo.sock" 1 0.01
@@ -391,9 +400,12 @@ out=$(timeout 5 "$bin" relay "127.0.0.1:$hport" 127.0.0.1:1 2>&1); rc=$?
 "$bin" relay nocolon 127.0.0.1:1 2>/dev/null && fail "address without port accepted"
 "$bin" relay --idle-timeout x 127.0.0.1:0 127.0.0.1:1 2>/dev/null && fail "bad seconds accepted"
 "$bin" relay -j 0 127.0.0.1:0 127.0.0.1:1 2>/dev/null && fail "-j 0 accepted"
+out=$("$bin" relay --copy=bogus 127.0.0.1:0 127.0.0.1:1 2>&1); rc=$?
+[ $rc -eq 1 ] && echo "$out" | grep -q "invalid --copy 'bogus'" ||
+	fail "--copy=bogus: exit $rc, '$out'"
 help=$("$bin" relay --help) || fail "--help"
 for o in --jobs --max-conns --idle-timeout --connect-timeout --drain-timeout \
-	--stats-interval --verbose 127.0.0.1; do
+	--stats-interval --copy=HOW readwrite --verbose 127.0.0.1; do
 	echo "$help" | grep -q -- "$o" || fail "--help lacks $o"
 done
 exit 0

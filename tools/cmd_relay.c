@@ -33,7 +33,7 @@
 #define RECONNECT_MS 20      /* a unix target with a full queue, the same */
 #define NEVER INT64_MAX
 
-enum { OPT_MAX_CONNS = 0x200, OPT_IDLE, OPT_CONNECT, OPT_DRAIN, OPT_STATS };
+enum { OPT_MAX_CONNS = 0x200, OPT_IDLE, OPT_CONNECT, OPT_DRAIN, OPT_STATS, OPT_COPY };
 
 static const struct option longopts[] = {
 	{ "jobs", required_argument, NULL, 'j' },
@@ -42,6 +42,7 @@ static const struct option longopts[] = {
 	{ "connect-timeout", required_argument, NULL, OPT_CONNECT },
 	{ "drain-timeout", required_argument, NULL, OPT_DRAIN },
 	{ "stats-interval", required_argument, NULL, OPT_STATS },
+	{ "copy", required_argument, NULL, OPT_COPY },
 	{ "verbose", no_argument, NULL, 'v' },
 	CLI_COMMON_LONGOPTS
 };
@@ -52,6 +53,7 @@ struct relay {
 	int jobs;
 	uint64_t max_conns;              /* 0: no limit */
 	int64_t idle_ms, connect_ms, drain_ms, stats_ms;
+	unsigned int pair_flags;         /* --copy: the planning flags of each pair */
 	bool verbose;
 	atomic_bool draining;
 	atomic_uint_fast64_t open, total, ids, bytes[2];
@@ -327,7 +329,7 @@ static int prepare_pairs(struct conn *c, unsigned int flags)
 
 static void connected(struct worker *w, struct conn *c)
 {
-	int err = prepare_pairs(c, 0);
+	int err = prepare_pairs(c, w->r->pair_flags);
 
 	c->connecting = false;
 	if (err < 0) {
@@ -894,6 +896,18 @@ static int64_t secs_arg(const struct cli_cmd *cmd, const char *opt, const char *
 	return ms;
 }
 
+/* --copy=splice (the engine's choice) or readwrite (through user memory,
+ * for comparison and for fds the kernel cannot splice). */
+static unsigned int copy_arg(const struct cli_cmd *cmd, const char *s)
+{
+	if (!strcmp(s, "splice"))
+		return 0;
+	if (!strcmp(s, "readwrite"))
+		return PSPLICE_F_ONLY(PSPLICE_METHOD_READWRITE);
+	cli_usage_error(cmd, "invalid --copy %s (want splice or readwrite)", cli_quote(s));
+	return 0;
+}
+
 static int relay_main(const struct cli_cmd *cmd, int argc, char **argv)
 {
 	struct relay r = { .connect_ms = 10000, .drain_ms = 10000 };
@@ -916,6 +930,7 @@ static int relay_main(const struct cli_cmd *cmd, int argc, char **argv)
 		case OPT_CONNECT: r.connect_ms = secs_arg(cmd, "--connect-timeout", optarg); break;
 		case OPT_DRAIN: r.drain_ms = secs_arg(cmd, "--drain-timeout", optarg); break;
 		case OPT_STATS: r.stats_ms = secs_arg(cmd, "--stats-interval", optarg); break;
+		case OPT_COPY: r.pair_flags = copy_arg(cmd, optarg); break;
 		case 'v': r.verbose = true; break;
 		default: cli_common_option(cmd, c);
 		}
@@ -954,6 +969,9 @@ const struct cli_cmd cli_cmd_relay = {
 	"      --connect-timeout=SEC  give up connecting to TARGET (default 10)\n"
 	"      --drain-timeout=SEC  after SIGTERM, close what is still open (default 10)\n"
 	"      --stats-interval=SEC print connections and bytes every SEC seconds\n"
+	"      --copy=HOW           splice (default): socket to pipe to socket in the\n"
+	"                           kernel; readwrite: read and write through a buffer,\n"
+	"                           for comparison or for fds the kernel cannot splice\n"
 	"  -v, --verbose            log each connection's open and close with byte counts\n"
 	"\n"
 	"Example: " CLI_NAME " relay -v 127.0.0.1:8080 127.0.0.1:80\n",
