@@ -134,14 +134,54 @@ static bool exited(pid_t pid)
 	       si.si_pid == pid;
 }
 
-/* Start argv and wait until it accepts on port, or gives up at once. bench_wait_port's probe
- * goes through a forwarder to its target and closes at once, before the
- * measurement's client has even started: the servers used here take it as
- * a failed client and go on. -1 with why set when it did not come up. */
+/* Is a TCP socket listening on this local port? Read from the kernel's
+ * table rather than by connecting: iperf3 -s takes any connection that
+ * sends nothing as a failed client, and after each client, failed or not,
+ * it closes its listener and opens a new one, so that a probe (straight or
+ * through a forwarder) resets the measurement's client if it comes in
+ * between (seen: "control socket has closed unexpectedly"). */
+static bool listening(int port)
+{
+	static const char *const tables[] = { "/proc/net/tcp", "/proc/net/tcp6" };
+	char line[256];
+	unsigned int lport, state;
+	bool found = false;
+	size_t i;
+
+	for (i = 0; i < 2 && !found; i++) {
+		FILE *f = fopen(tables[i], "r");
+
+		while (f && !found && fgets(line, sizeof(line), f))
+			found = sscanf(line, " %*d: %*[0-9A-Fa-f]:%x %*[0-9A-Fa-f]:%*x %x",
+				       &lport, &state) == 2 &&
+				(int)lport == port && state == 0x0A;   /* TCP_LISTEN */
+		if (f)
+			fclose(f);
+	}
+	return found;
+}
+
+/* Wait, at most timeout seconds, until pid listens on port; false when it
+ * ended or did not. */
+static bool wait_listening(pid_t pid, int port, double timeout)
+{
+	double end = bench_now() + timeout;
+
+	while (!exited(pid)) {
+		if (listening(port))
+			return true;
+		if (bench_now() > end)
+			break;
+		usleep(10000);
+	}
+	return false;
+}
+
+/* Start argv and wait until it listens on port, or gives up at once. -1
+ * with why set when it did not come up. */
 static pid_t start_listener(char *const argv[], int port, const char *errfile,
 			    char *why, size_t size)
 {
-	double end = bench_now() + START_TIMEOUT;
 	char line[100];
 	pid_t pid = bench_spawn(argv, errfile);
 
@@ -149,9 +189,8 @@ static pid_t start_listener(char *const argv[], int port, const char *errfile,
 		snprintf(why, size, "cannot start %s: %s", argv[0], strerror(errno));
 		return -1;
 	}
-	while (!exited(pid) && bench_now() < end)
-		if (bench_wait_port(port, 0.1) == 0)
-			return pid;
+	if (wait_listening(pid, port, START_TIMEOUT))
+		return pid;
 	bench_stop(pid, NULL);
 	first_line(errfile, line, sizeof(line));
 	snprintf(why, size, "%.24s did not listen%s%.50s", prog_name(argv[0]),
@@ -444,6 +483,11 @@ static int relay_run(struct relay_ctx *x, struct fwd *f, int streams)
 	int port = x->server_port, st = 0, r;
 	pid_t pid = -1;
 
+	/* The server listens anew after each test: not before it does. */
+	if (!wait_listening(x->server, x->server_port, START_TIMEOUT)) {
+		snprintf(f->fail, sizeof(f->fail), "the iperf3 server stopped listening");
+		return -1;
+	}
 	if (f->kind != F_DIRECT) {
 		port = bench_free_port();
 		scratch(x->o, "forwarder.log", errfile, sizeof(errfile));
@@ -474,6 +518,21 @@ static int relay_run(struct relay_ctx *x, struct fwd *f, int streams)
 	return 0;
 }
 
+/* A failed run is tried once more on a fresh iperf3 server, in case the
+ * failure was the server's. */
+static void relay_try(struct relay_ctx *x, struct fwd *f, int streams)
+{
+	int attempt;
+
+	for (attempt = 0; attempt < 2 && x->server > 0; attempt++) {
+		if (relay_run(x, f, streams) == 0)
+			return;
+		fprintf(stderr, "psplice bench: relay: %s: %s\n", f->variant, f->fail);
+		bench_stop(x->server, NULL);
+		server_start(x);
+	}
+}
+
 /* Rounds of every variant in turn, so that a noisy moment of the machine
  * is spread over all of them rather than landing on one. */
 static void relay_rounds(struct relay_ctx *x, int streams, int reps)
@@ -481,19 +540,9 @@ static void relay_rounds(struct relay_ctx *x, int streams, int reps)
 	int rep, i;
 
 	for (rep = 0; rep < reps; rep++)
-		for (i = 0; i < F_COUNT; i++) {
-			struct fwd *f = &x->f[i];
-
-			if (f->why[0] || x->server < 0)
-				continue;
-			if (relay_run(x, f, streams) == 0)
-				continue;
-			fprintf(stderr, "psplice bench: relay: %s: %s\n", f->variant,
-				f->fail);
-			bench_stop(x->server, NULL);
-			if (server_start(x) < 0)
-				return;
-		}
+		for (i = 0; i < F_COUNT; i++)
+			if (!x->f[i].why[0])
+				relay_try(x, &x->f[i], streams);
 }
 
 /* How the figure was taken and, for the peers, what they are. */
