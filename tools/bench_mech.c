@@ -369,13 +369,13 @@ static void judge(const struct result *r, char *note, size_t size)
 	for (i = 1; i < PLANNER; i++)
 		if (r[i].rate > r[best].rate)
 			best = i;
-	if (r[best].method == p->method || p->rate >= 0.9 * r[best].rate || best == 0)
+	if ((best > 0 && r[best].method == p->method) || p->rate >= 0.9 * r[best].rate)
 		snprintf(note, size, "planner's pick: %s", psplice_method_name(p->method));
 	else
 		snprintf(note, size, "PLANNER NOT FASTEST: picks %s; %s %.2fx faster, %.2fx "
 			 "the CPU/GiB", psplice_method_name(p->method),
-			 psplice_method_name(variants[best]), r[best].rate / p->rate,
-			 p->cpu > 0 ? r[best].cpu / p->cpu : 0);
+			 best ? psplice_method_name(variants[best]) : "read/write 128 KiB",
+			 r[best].rate / p->rate, p->cpu > 0 ? r[best].cpu / p->cpu : 0);
 }
 
 /* Variants take turns, round after round, so that a noisy neighbour hits
