@@ -86,6 +86,39 @@ static double typical(double *v, int n, bool higher_is_better)
 	return higher_is_better ? v[n / 2] : v[n / 2 - 1];
 }
 
+/* The figures of the runs of one variant that worked. */
+struct runs {
+	double gbps[MAX_REPS];
+	double cpu[MAX_REPS];     /* s per GiB, of the runs that know it */
+	int n, ncpu;
+};
+
+static void runs_add(struct runs *r, double gbps, double cpu)
+{
+	if (r->n == MAX_REPS)
+		return;
+	r->gbps[r->n++] = gbps;
+	if (cpu >= 0)
+		r->cpu[r->ncpu++] = cpu;
+}
+
+/* "median of 3 runs", and whether some are missing. */
+static void runs_note(const struct runs *r, int reps, char *note, size_t size)
+{
+	if (r->n > 1)
+		snprintf(note, size, "%s of %d runs%s", r->n % 2 ? "median" : "better",
+			 r->n, r->n < reps ? " (others failed)" : "");
+	else
+		snprintf(note, size, "1 run%s", r->n < reps ? " (others failed)" : "");
+}
+
+static void runs_row(const char *group, const char *item, const char *variant,
+		     struct runs *r, bool baseline, const char *note)
+{
+	bench_row(group, item, variant, BENCH_GBITPS, typical(r->gbps, r->n, true),
+		  r->ncpu ? typical(r->cpu, r->ncpu, false) : -1, baseline, note);
+}
+
 /* An argv built piece by piece, each argument in its own storage. */
 struct cmdline {
 	char *argv[24];
@@ -237,9 +270,7 @@ struct fwd {
 	const char *prog;         /* what runs it; NULL for the direct row */
 	char why[100];            /* not measurable here: the reason */
 	char fail[100];           /* the last run that failed: why */
-	double gbps[MAX_REPS];
-	double cpu[MAX_REPS];     /* s per GiB, of the runs that know it */
-	int n, ncpu;              /* runs that worked; of those, with CPU */
+	struct runs r;
 };
 
 struct relay_ctx {
@@ -512,9 +543,7 @@ static int relay_run(struct relay_ctx *x, struct fwd *f, int streams)
 	}
 	if (r < 0)
 		return -1;
-	f->gbps[f->n++] = gbps;
-	if (pid > 0 && cpu >= 0)
-		f->cpu[f->ncpu++] = cpu / (bytes / BENCH_GiB);
+	runs_add(&f->r, gbps, pid > 0 && cpu >= 0 ? cpu / (bytes / BENCH_GiB) : -1);
 	return 0;
 }
 
@@ -549,12 +578,10 @@ static void relay_rounds(struct relay_ctx *x, int streams, int reps)
 static void relay_note(const struct relay_ctx *x, const struct fwd *f, int reps,
 		       char *note, size_t size)
 {
-	char runs[48] = "1 run";
+	char runs[48];
 
-	if (f->n > 1)
-		snprintf(runs, sizeof(runs), "%s of %d runs",
-			 f->n % 2 ? "median" : "better", f->n);
-	snprintf(note, size, "%s%s%s%s", runs, f->n < reps ? " (others failed)" : "",
+	runs_note(&f->r, reps, runs, sizeof(runs));
+	snprintf(note, size, "%s%s%.56s", runs,
 		 f->kind == F_DIRECT ? "; the ceiling" : f->kind == F_HAPROXY ? "; " : "",
 		 f->kind == F_HAPROXY ? x->haproxy_note : "");
 }
@@ -563,21 +590,19 @@ static void relay_note(const struct relay_ctx *x, const struct fwd *f, int reps,
  * rows still have their ratios. */
 static void relay_record(struct relay_ctx *x, const char *item, int reps)
 {
-	int base = x->f[F_HAPROXY].n > 0 ? F_HAPROXY : F_DIRECT, i;
+	int base = x->f[F_HAPROXY].r.n > 0 ? F_HAPROXY : F_DIRECT, i;
 	char note[120];
 
 	for (i = 0; i < F_COUNT; i++) {
 		struct fwd *f = &x->f[i];
 
-		if (f->why[0] || !f->n) {
+		if (f->why[0] || !f->r.n) {
 			bench_skip("relay", item, f->variant, "%s", f->why[0] ? f->why :
 				   f->fail[0] ? f->fail : "iperf3 server did not start");
 			continue;
 		}
 		relay_note(x, f, reps, note, sizeof(note));
-		bench_row("relay", item, f->variant, BENCH_GBITPS,
-			  typical(f->gbps, f->n, true),
-			  f->ncpu ? typical(f->cpu, f->ncpu, false) : -1, i == base, note);
+		runs_row("relay", item, f->variant, &f->r, i == base, note);
 	}
 }
 
@@ -585,7 +610,7 @@ static void relay_targets(struct relay_ctx *x, const char *item)
 {
 	const char *what = "relay vs haproxy splice, throughput";
 
-	if (x->f[F_HAPROXY].n)
+	if (x->f[F_HAPROXY].r.n)
 		bench_target_ratio(what, "relay", item, variant_names[F_PSPLICE],
 				   variant_names[F_HAPROXY], false, 1.15, true);
 	else
@@ -932,9 +957,11 @@ static pid_t scaling_relay(const struct bench_opts *o, struct load *l, int jobs,
 	return start_listener(c.argv, l->relay_port, errfile, why, size);
 }
 
+#define MAX_JOBS 3
+
 struct scale_result {
 	double gbps, cpu;    /* cpu: relay s per GiB, -1 unknown */
-	char note[120];
+	bool undrained;      /* connections outlived the senders by DRAIN_TIMEOUT */
 };
 
 /* The window, once every connection is up and has had a moment to reach
@@ -970,8 +997,7 @@ static int scaling_measure(const struct bench_opts *o, struct load *l, pid_t rel
 		return -1;
 	res->cpu = cpu >= 0 && atomic_load(&l->received) ?
 		   cpu / ((double)atomic_load(&l->received) / BENCH_GiB) : -1;
-	snprintf(res->note, sizeof(res->note), "1 run%s", drained ? "" :
-		 "; connections left open after the senders closed");
+	res->undrained = !drained;
 	return 0;
 }
 
@@ -1023,32 +1049,63 @@ static int enough_fds(int conns)
 	return setrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_cur >= need ? 0 : -1;
 }
 
-static void scaling_item(const struct bench_opts *o, int conns, const int *jobs, int njobs)
-{
-	struct scale_result res;
-	char item[32], variant[16], why[100];
-	int i;
+/* One variant's runs in an item, and why one failed. */
+struct scale_cell {
+	struct runs r;
+	char why[100];
+	bool undrained;      /* a run's connections outlived their senders */
+};
 
+static void scaling_once(const struct bench_opts *o, int jobs, int conns,
+			 struct scale_cell *c)
+{
+	struct scale_result res = { .cpu = -1 };
+
+	if (enough_fds(conns) < 0) {
+		snprintf(c->why, sizeof(c->why), "RLIMIT_NOFILE below %d", conns * 2 + 64);
+		return;
+	}
+	if (scaling_run(o, jobs, conns, &res, c->why, sizeof(c->why)) < 0)
+		return;
+	runs_add(&c->r, res.gbps, res.cpu);
+	c->undrained |= res.undrained;
+}
+
+/* Rounds over the worker counts, as for the relay group: the machine's
+ * noisy moments are shared out rather than landing on one variant. */
+static void scaling_item(const struct bench_opts *o, int conns, const int *jobs, int njobs,
+			 int reps)
+{
+	struct scale_cell cell[MAX_JOBS];
+	char item[32], variant[16], note[120];
+	int rep, i;
+
+	memset(cell, 0, sizeof(cell));
 	snprintf(item, sizeof(item), "%d conn%s", conns, conns == 1 ? "" : "s");
+	for (rep = 0; rep < reps; rep++)
+		for (i = 0; i < njobs; i++)
+			scaling_once(o, jobs[i], conns, &cell[i]);
 	for (i = 0; i < njobs; i++) {
 		snprintf(variant, sizeof(variant), "-j %d", jobs[i]);
-		memset(&res, 0, sizeof(res));
-		if (enough_fds(conns) < 0)
-			bench_skip("scaling", item, variant, "RLIMIT_NOFILE below %d",
-				   conns * 2 + 64);
-		else if (scaling_run(o, jobs[i], conns, &res, why, sizeof(why)) < 0)
-			bench_skip("scaling", item, variant, "%s", why);
-		else
-			bench_row("scaling", item, variant, BENCH_GBITPS, res.gbps, res.cpu,
-				  i == 0, res.note);
+		if (!cell[i].r.n) {
+			bench_skip("scaling", item, variant, "%s", cell[i].why);
+			continue;
+		}
+		runs_note(&cell[i].r, reps, note, sizeof(note));
+		if (cell[i].undrained)
+			snprintf(note + strlen(note), sizeof(note) - strlen(note),
+				 "; connections outlived their senders");
+		runs_row("scaling", item, variant, &cell[i].r, i == 0, note);
 	}
 }
 
 void bench_scaling(const struct bench_opts *o)
 {
-	static const int jobs[] = { 1, 2, 4 }, conns[] = { 1, 16, 256 };
+	static const int jobs[MAX_JOBS] = { 1, 2, 4 }, conns[] = { 1, 16, 256 };
 	int n = o->quick ? 2 : 3, i;
 
+	/* One run each in the quick subset; two in the full one, for the
+	 * time the relay group leaves. */
 	for (i = 0; i < n; i++)
-		scaling_item(o, conns[i], jobs, n);
+		scaling_item(o, conns[i], jobs, n, o->quick ? 1 : 2);
 }
