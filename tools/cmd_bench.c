@@ -124,10 +124,10 @@ static void print_targets(FILE *f)
 	for (i = 0; i < bench_ntargets; i++) {
 		t = &bench_targets[i];
 		if (!t->measured)
-			fprintf(f, "  %-46s %8s  goal %s%.2f   NOT MEASURED: %s\n", t->what,
+			fprintf(f, "  %-60s %8s  goal %s%.2f   NOT MEASURED: %s\n", t->what,
 				"-", t->at_least ? ">=" : "<=", t->goal, t->why);
 		else
-			fprintf(f, "  %-46s %7.2f%s  goal %s%.2f   %-6s %s\n", t->what,
+			fprintf(f, "  %-60s %7.2f%s  goal %s%.2f   %-6s %s\n", t->what,
 				t->value, t->ratio ? "x" : " ", t->at_least ? ">=" : "<=",
 				t->goal, target_met(t) ? "met" : "MISSED", t->why);
 	}
