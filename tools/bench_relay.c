@@ -4,7 +4,6 @@
  * own. Every forwarder's CPU is its own, from wait4 when it is stopped. */
 #include <arpa/inet.h>
 #include <errno.h>
-#include <math.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -276,7 +275,7 @@ struct fwd {
 struct relay_ctx {
 	const struct bench_opts *o;
 	struct fwd f[F_COUNT];
-	char haproxy_note[64];    /* version and splice support */
+	char haproxy_note[72];    /* version and splice support */
 	int server_port;
 	pid_t server;
 };
@@ -321,7 +320,7 @@ static int haproxy_check(struct relay_ctx *x, const char *prog)
 		sscanf(p + 8, "%31[0-9.]", ver);
 	splice = strstr(vv, "+LINUX_SPLICE") != NULL;
 	free(vv);
-	snprintf(x->haproxy_note, sizeof(x->haproxy_note), "HAProxy %s, %s", ver,
+	snprintf(x->haproxy_note, sizeof(x->haproxy_note), "HAProxy %.15s, %s", ver,
 		 splice ? "+LINUX_SPLICE, splice-request/response" : "no LINUX_SPLICE");
 	return splice ? 0 : -1;
 }
@@ -481,7 +480,7 @@ static int iperf_parse(const char *path, double *gbps, double *bytes, char *why,
 /* iperf3 takes whole seconds, and -t 0 would mean forever. */
 static int iperf_secs(const struct bench_opts *o)
 {
-	return o->secs < 1 ? 1 : (int)lround(o->secs);
+	return o->secs < 1 ? 1 : (int)(o->secs + 0.5);
 }
 
 static int iperf_run(struct relay_ctx *x, int port, int streams, double *gbps,
@@ -578,10 +577,10 @@ static void relay_rounds(struct relay_ctx *x, int streams, int reps)
 static void relay_note(const struct relay_ctx *x, const struct fwd *f, int reps,
 		       char *note, size_t size)
 {
-	char runs[48];
+	char runs[40];
 
 	runs_note(&f->r, reps, runs, sizeof(runs));
-	snprintf(note, size, "%s%s%.56s", runs,
+	snprintf(note, size, "%s%s%.60s", runs,
 		 f->kind == F_DIRECT ? "; the ceiling" : f->kind == F_HAPROXY ? "; " : "",
 		 f->kind == F_HAPROXY ? x->haproxy_note : "");
 }
