@@ -16,7 +16,7 @@ for f in latest.csv latest.svg latest.txt; do
 done
 grep -q '^\[mechanism\]' "$t/table" || fail "no mechanism block in the table"
 grep -q '^\[per-call\]' "$t/table" || fail "no per-call block in the table"
-grep -q 'psplice() per call over the raw syscall, 4 KiB' "$t/table" ||
+grep -q 'psplice() per call over raw, 4 KiB file -> /dev/null' "$t/table" ||
 	fail "the per-call target is not reported"
 
 # Every measured row of an item has the item's baseline, a positive value
