@@ -26,6 +26,8 @@ enum bench_unit {
 	BENCH_SECS,    /* seconds, lower is better */
 	BENCH_MS,      /* milliseconds, lower is better */
 	BENCH_MIB,     /* MiB, lower is better */
+	BENCH_CPUGIB,  /* CPU seconds per GiB moved, lower is better */
+	BENCH_NUNITS
 };
 
 struct bench_row {
@@ -36,7 +38,7 @@ struct bench_row {
 	double value;      /* in unit */
 	double cpu;        /* CPU seconds per GiB moved (getrusage); < 0: not known */
 	bool baseline;     /* the row the others in group+item are compared with */
-	char note[120];    /* "planner's pick", "skipped: …", "" */
+	char note[160];    /* "planner's pick", "skipped: …", "" */
 	/* Filled in by bench_finish(): value and cpu over the baseline's. */
 	double ratio, cpu_ratio;
 };

@@ -59,6 +59,17 @@ void fwd_runs_add(struct fwd_runs *r, double gbps, double cpu)
 		r->cpu[r->ncpu++] = cpu;
 }
 
+void fwd_runs_add_system(struct fwd_runs *r, double sys)
+{
+	if (sys >= 0 && r->nsys < FWD_MAX_REPS)
+		r->sys[r->nsys++] = sys;
+}
+
+double fwd_runs_system(struct fwd_runs *r)
+{
+	return r->nsys ? typical(r->sys, r->nsys, false) : -1;
+}
+
 void fwd_runs_note(const struct fwd_runs *r, int reps, char *note, size_t size)
 {
 	if (r->n > 1)

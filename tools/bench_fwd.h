@@ -23,12 +23,19 @@ void fwd_first_line(const char *path, char *buf, size_t size);
 struct fwd_runs {
 	double gbps[FWD_MAX_REPS];
 	double cpu[FWD_MAX_REPS]; /* s per GiB, of the runs that know it */
-	int n, ncpu;
+	double sys[FWD_MAX_REPS]; /* the whole system's s per GiB, where known */
+	int n, ncpu, nsys;
 };
 
 /* Keep a run's Gbit/s and CPU s/GiB (cpu < 0: not known); past
  * FWD_MAX_REPS runs, the rest are dropped. */
 void fwd_runs_add(struct fwd_runs *r, double gbps, double cpu);
+/* Keep a run's whole-system CPU s/GiB (the forwarder's and its peers');
+ * sys < 0 is not known. Past FWD_MAX_REPS runs, the rest are dropped. */
+void fwd_runs_add_system(struct fwd_runs *r, double sys);
+/* The typical whole-system figure (as fwd_runs_row takes the CPU's), -1
+ * when no run knew it. Sorts r's system figures. */
+double fwd_runs_system(struct fwd_runs *r);
 /* The row's note, "median of 3 runs", saying when some of reps failed. */
 void fwd_runs_note(const struct fwd_runs *r, int reps, char *note, size_t size);
 /* Record the runs as one Gbit/s row: the median, or of an even count the

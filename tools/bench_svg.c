@@ -16,6 +16,8 @@
 #define ROW_H 18
 #define TITLE_H 34
 
+/* Throughput is better higher; ns/call, seconds, ms, MiB and CPU s/GiB
+ * (BENCH_CPUGIB) are better lower. */
 static bool higher_is_better(int unit)
 {
 	return unit == BENCH_GIBPS || unit == BENCH_GBITPS;
@@ -128,12 +130,22 @@ static int panel(FILE *f, int first, int end, int y)
 {
 	struct scale s = scale_of(first, end);
 	const struct bench_row *r = &bench_rows[first];
-	int i, top;
+	int i, top, up = 0, down = 0;
 
+	/* A group may mix throughput with CPU per GiB ("relay"). */
+	for (i = first; i < end; i++) {
+		if (bench_rows[i].unit < 0)
+			continue;
+		if (higher_is_better(bench_rows[i].unit))
+			up++;
+		else
+			down++;
+	}
 	fprintf(f, "<text x=\"10\" y=\"%d\" class=\"title\">", y + 20);
 	text(f, r->group);
-	fprintf(f, ": ratio to the baseline, log scale; %s is better</text>\n",
-		higher_is_better(r->unit) ? "longer to the right" : "further to the left");
+	fprintf(f, ": ratio to the baseline, log scale; %s</text>\n",
+		up && down ? "throughput: longer to the right is better, CPU per GiB: further to the left" :
+		up ? "longer to the right is better" : "further to the left is better");
 	y += TITLE_H;
 	top = y;
 	for (i = first; i < end; i++, y += ROW_H) {

@@ -45,14 +45,15 @@ static const struct group groups[] = {
 };
 #define N_GROUPS (sizeof(groups) / sizeof(groups[0]))
 
-static const char *const unit_names[] = {
+static const char *const unit_names[BENCH_NUNITS] = {
 	[BENCH_GIBPS] = "GiB/s", [BENCH_GBITPS] = "Gbit/s", [BENCH_NSCALL] = "ns/call",
 	[BENCH_SECS] = "s", [BENCH_MS] = "ms", [BENCH_MIB] = "MiB",
+	[BENCH_CPUGIB] = "CPU s/GiB",
 };
 
 static const char *unit_name(int unit)
 {
-	return unit >= 0 && unit <= BENCH_MIB ? unit_names[unit] : "";
+	return unit >= 0 && unit < BENCH_NUNITS ? unit_names[unit] : "";
 }
 
 static bool seen_before(int i, bool item)
@@ -136,9 +137,9 @@ static void print_targets(FILE *f)
 static void print_value(FILE *f, const struct bench_row *r)
 {
 	if (r->unit == BENCH_NSCALL || r->unit == BENCH_MIB)
-		fprintf(f, "%9.0f %-7s", r->value, unit_name(r->unit));
+		fprintf(f, "%9.0f %-9s", r->value, unit_name(r->unit));
 	else
-		fprintf(f, "%9.3f %-7s", r->value, unit_name(r->unit));
+		fprintf(f, "%9.3f %-9s", r->value, unit_name(r->unit));
 }
 
 static void print_rows(FILE *f)
@@ -152,15 +153,15 @@ static void print_rows(FILE *f)
 		if (strcmp(group, r->group)) {
 			group = r->group;
 			item = "";
-			fprintf(f, "\n[%s]\n  %-34s %-40s %7s %17s %9s %6s  %s\n", group,
+			fprintf(f, "\n[%s]\n  %-36s %-40s %7s %19s %9s %6s  %s\n", group,
 				"item", "variant", "ratio", "value", "CPU s/GiB", "CPU x",
 				"note");
 		}
-		fprintf(f, "  %-34s %-40s ", strcmp(item, r->item) ? r->item : "",
+		fprintf(f, "  %-36s %-40s ", strcmp(item, r->item) ? r->item : "",
 			r->variant);
 		item = r->item;
 		if (r->unit < 0) {
-			fprintf(f, "%7s %17s %9s %6s  %s\n", "-", "-", "-", "-", r->note);
+			fprintf(f, "%7s %19s %9s %6s  %s\n", "-", "-", "-", "-", r->note);
 			continue;
 		}
 		if (r->baseline)
