@@ -155,7 +155,8 @@ static int panel(FILE *f, int first, int end, int y)
 			bar(f, &s, r, y);
 		else {
 			fprintf(f, "<text x=\"%d\" y=\"%d\" class=\"skip\">", BAR_X, y + 13);
-			text(f, r->unit < 0 ? r->note : "no baseline");
+			text(f, r->unit < 0 ? r->note : r->value == 0 ? "0: nothing to scale"
+								    : "no baseline");
 			fputs("</text>\n", f);
 		}
 	}
