@@ -34,6 +34,8 @@ struct psplice_pair {
 	struct plan plan;
 	unsigned int flags;  /* the planning flags */
 	bool guard;          /* block SIGPIPE around each move */
+	bool reap;           /* no guard, as SIGPIPE was ignored: a failed move
+	                        still takes back one a blocked mask kept */
 	bool sized;          /* a move needs the input's size of now */
 };
 
@@ -186,6 +188,7 @@ static int pair_init(struct psplice_pair *p, int fd_in, int fd_out,
 	p->flags = flags;
 	make_plan(p);
 	p->guard = p->out.kind == PS_K_PIPE || ps_is_socket(p->out.kind);
+	p->reap = false;
 	p->sized = false; /* the sizes were just read */
 	return 0;
 }
@@ -261,6 +264,20 @@ static void unguard_sigpipe(struct call *c)
 		while (sigtimedwait(&set, NULL, &zero) == SIGPIPE)
 			;
 	pthread_sigmask(SIG_SETMASK, &c->old_mask, NULL);
+}
+
+/* The kernel never discards a signal the thread blocks, ignored or not: a
+ * move without the guard that met a gone reader takes back the SIGPIPE it
+ * may have left pending, as a guarded move does. Only failed moves pay. */
+static void reap_sigpipe(void)
+{
+	struct timespec zero = { 0, 0 };
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGPIPE);
+	while (sigtimedwait(&set, NULL, &zero) == SIGPIPE)
+		;
 }
 
 static int run_path(struct call *c, int method)
@@ -382,6 +399,8 @@ static void move(const struct psplice_pair *p, int64_t *off_in, int64_t *off_out
 	guard_sigpipe(&c);
 	step(&c, &at, progress);
 	unguard_sigpipe(&c);
+	if (p->reap && r->error == EPIPE)
+		reap_sigpipe();
 }
 
 ssize_t psplice_ex(int fd_in, int64_t *off_in, int fd_out, int64_t *off_out,
@@ -465,8 +484,10 @@ static void keep(struct psplice_pair *p)
 		p->out.size = -1;
 	p->sized = (p->in.kind == PS_K_FILE && p->out.kind == PS_K_FILE) ||
 		   planned(&p->plan, PSPLICE_METHOD_CLONE);
-	if (p->guard && sigpipe_ignored())
+	if (p->guard && sigpipe_ignored()) {
 		p->guard = false;
+		p->reap = true;
+	}
 }
 
 static struct psplice_pair *refused(const struct psplice_result *r)
