@@ -145,7 +145,11 @@ static int tcp_pair(int sv[2])
 out:
 	if (ls >= 0)
 		close(ls);
-	return sv[0] >= 0 && sv[1] >= 0 ? 0 : -1;
+	if (sv[0] >= 0 && sv[1] >= 0)
+		return 0;
+	if (sv[0] >= 0)
+		close(sv[0]);
+	return -1;
 }
 
 /* A connected pair of the kind: [0] the mover's read end (source) or write
@@ -208,10 +212,14 @@ static int open_end(struct ctx *c, struct end *e, struct helper *h, bool source)
 	return 0;
 }
 
-static void start_helper(struct helper *h, bool source)
+/* 0, or -1 when the thread could not start: the mover would wait forever
+ * on an end nobody feeds or drains. */
+static int start_helper(struct helper *h, bool source)
 {
-	if (h->fd >= 0)
-		h->running = pthread_create(&h->tid, NULL, source ? feed : drain, h) == 0;
+	if (h->fd < 0)
+		return 0;
+	h->running = pthread_create(&h->tid, NULL, source ? feed : drain, h) == 0;
+	return h->running ? 0 : -1;
 }
 
 static void close_end(struct end *e, struct helper *h)
@@ -322,7 +330,7 @@ static struct result run_one(struct ctx *c, enum kind src, enum kind dst, int me
 			     double secs)
 {
 	struct end in = { .kind = src, .fd = -1 }, out = { .kind = dst, .fd = -1 };
-	struct helper hi, ho;
+	struct helper hi = { .fd = -1, .pipe = { -1, -1 }, .null = -1 }, ho = hi;
 	struct result r = { .error = EIO };
 
 	atomic_store(&stop, false);
@@ -330,8 +338,10 @@ static struct result run_one(struct ctx *c, enum kind src, enum kind dst, int me
 		r.error = errno;
 		goto out;
 	}
-	start_helper(&hi, true);
-	start_helper(&ho, false);
+	if (start_helper(&hi, true) < 0 || start_helper(&ho, false) < 0) {
+		r.error = EAGAIN;
+		goto out;
+	}
 	r = measure(&in, &out, method, secs);
 	atomic_store(&stop, true);
 out:

@@ -120,7 +120,7 @@ static int open_fds(struct fds *f, const char *path)
 {
 	int p[2];
 
-	memset(f, 0, sizeof(*f));
+	*f = (struct fds){ .file = -1, .null = -1, .pr = -1, .pw = -1 };
 	f->file = open(path, O_RDONLY | O_CLOEXEC);
 	f->null = open("/dev/null", O_WRONLY | O_CLOEXEC);
 	if (f->file < 0 || f->null < 0 || pipe2(p, O_CLOEXEC) < 0)
@@ -134,27 +134,35 @@ static int open_fds(struct fds *f, const char *path)
 	return f->to_null && f->to_pipe && f->from_pipe ? 0 : -1;
 }
 
+static void close_fd(int fd)
+{
+	if (fd >= 0)
+		close(fd);
+}
+
 static void close_fds(struct fds *f)
 {
 	psplice_pair_free(f->to_null);
 	psplice_pair_free(f->to_pipe);
 	psplice_pair_free(f->from_pipe);
-	close(f->file);
-	close(f->null);
-	close(f->pr);
-	close(f->pw);
+	close_fd(f->file);
+	close_fd(f->null);
+	close_fd(f->pr);
+	close_fd(f->pw);
 }
 
 void bench_percall(const struct bench_opts *o)
 {
 	static const size_t sizes[] = { 4096, 65536 };
+	struct fds f = { .file = -1, .null = -1, .pr = -1, .pw = -1 };
 	char path[4096], item[64];
-	struct fds f;
 	size_t i;
 
 	snprintf(path, sizeof(path), "%s/percall-src", o->dir);
 	if (bench_make_file(path, SPAN) < 0 || open_fds(&f, path) < 0) {
 		bench_skip(GROUP, "all", "-", "cannot set up: %s", strerror(errno));
+		close_fds(&f);
+		unlink(path);
 		return;
 	}
 	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {

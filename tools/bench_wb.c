@@ -197,6 +197,22 @@ static int write_one(const struct variant *var, int fd, const char *buf, off_t o
 	return 0;
 }
 
+static int start_threads(pthread_t *ts, pthread_t *tv, struct sampler *smp,
+			 struct victim *vic)
+{
+	atomic_store(&running, true);
+	if (pthread_create(ts, NULL, sample, smp) != 0) {
+		atomic_store(&running, false);
+		return -1;
+	}
+	if (pthread_create(tv, NULL, victim, vic) != 0) {
+		atomic_store(&running, false);
+		pthread_join(*ts, NULL);
+		return -1;
+	}
+	return 0;
+}
+
 static int run(const struct variant *var, uint64_t size, const char *buf, struct stats *st)
 {
 	long nwrites = (long)(size / WRITE_SIZE), i;
@@ -217,9 +233,10 @@ static int run(const struct variant *var, uint64_t size, const char *buf, struct
 		goto out;
 	smp.fd = fd;
 	sync();
-	atomic_store(&running, true);
-	pthread_create(&ts, NULL, sample, &smp);
-	pthread_create(&tv, NULL, victim, vic);
+	if (start_threads(&ts, &tv, &smp, vic) < 0) {
+		st->skipped = "cannot start the sampling and victim threads";
+		goto out;
+	}
 	t0 = now();
 	for (i = 0; i < nwrites; i++) {
 		t = now();

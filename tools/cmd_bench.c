@@ -195,6 +195,15 @@ static void csv_str(FILE *f, const char *s)
 	fputc('"', f);
 }
 
+/* A number, or an empty field where there is none (an unknown CPU time, a
+ * row without a baseline): a reader must not take -1 for a figure. */
+static void csv_num(FILE *f, bool known, double v)
+{
+	if (known)
+		fprintf(f, "%.4f", v);
+	fputc(',', f);
+}
+
 static void write_csv(FILE *f)
 {
 	const struct bench_row *r;
@@ -210,22 +219,28 @@ static void write_csv(FILE *f)
 		csv_str(f, r->item), fputc(',', f);
 		csv_str(f, r->variant), fputc(',', f);
 		fprintf(f, "%d,%s,", r->baseline, unit_name(r->unit));
-		if (r->unit >= 0)
-			fprintf(f, "%.6g,%.4f,%.4f,%.4f,", r->value, r->ratio, r->cpu,
-				r->cpu_ratio);
-		else
+		if (r->unit >= 0) {
+			fprintf(f, "%.6g,", r->value);
+			csv_num(f, r->ratio > 0 || r->baseline, r->ratio);
+			csv_num(f, r->cpu >= 0, r->cpu);
+			csv_num(f, r->cpu_ratio > 0, r->cpu_ratio);
+		} else {
 			fputs(",,,,", f);
+		}
 		csv_str(f, r->note), fputc('\n', f);
 	}
 	for (i = 0; i < bench_ntargets; i++) {
 		t = &bench_targets[i];
 		fputs("target,\"target\",", f);
 		csv_str(f, t->what);
-		fprintf(f, ",\"goal %s%.2f\",0,x,", t->at_least ? ">=" : "<=", t->goal);
+		fprintf(f, ",\"goal %s%.2f\",0,%s,", t->at_least ? ">=" : "<=", t->goal,
+			t->ratio ? "x" : "");
 		if (t->measured)
-			fprintf(f, "%.4f,%.4f,,,", t->value, t->value);
+			fprintf(f, "%.4f,", t->value);
 		else
-			fputs(",,,,", f);
+			fputs(",", f);
+		csv_num(f, t->measured && t->ratio, t->value);
+		fputs(",,", f);
 		csv_str(f, !t->measured ? "not measured" : target_met(t) ? "met" : "missed");
 		fputc('\n', f);
 	}
