@@ -166,6 +166,9 @@ static int forwarder_argv(const struct relay_ctx *x, const struct fwd *f, int po
 		fwd_arg(c, "relay");
 		fwd_arg(c, "-j");
 		fwd_arg(c, "1");
+		/* Stopped with SIGTERM: drain for less than fwd_stop waits. */
+		fwd_arg(c, "--drain-timeout");
+		fwd_arg(c, "1");
 		if (f->kind == F_READWRITE)
 			fwd_arg(c, "--copy=readwrite");
 		fwd_arg(c, "127.0.0.1:%d", port);
