@@ -41,6 +41,7 @@ struct bench_row {
 	char note[160];    /* "planner's pick", "skipped: …", "" */
 	/* Filled in by bench_finish(): value and cpu over the baseline's. */
 	double ratio, cpu_ratio;
+	bool compared;     /* a baseline was found: ratio is a figure */
 };
 
 /* A target of the issue: the benchmark reports it, nothing asserts it. */

@@ -106,7 +106,8 @@ static void finish(void)
 				b = &bench_rows[j];
 		if (!b || r->unit < 0)
 			continue;
-		r->ratio = b->value > 0 ? r->value / b->value : 0;
+		r->compared = b->value > 0;
+		r->ratio = r->compared ? r->value / b->value : 0;
 		r->cpu_ratio = b->cpu > 0 && r->cpu >= 0 ? r->cpu / b->cpu : 0;
 	}
 }
@@ -166,7 +167,7 @@ static void print_rows(FILE *f)
 		}
 		if (r->baseline)
 			fprintf(f, "%7s ", "base");
-		else if (r->ratio > 0)
+		else if (r->compared)
 			fprintf(f, "%6.2fx ", r->ratio);
 		else
 			fprintf(f, "%7s ", "-");
@@ -221,7 +222,7 @@ static void write_csv(FILE *f)
 		fprintf(f, "%d,%s,", r->baseline, unit_name(r->unit));
 		if (r->unit >= 0) {
 			fprintf(f, "%.6g,", r->value);
-			csv_num(f, r->ratio > 0 || r->baseline, r->ratio);
+			csv_num(f, r->compared, r->ratio);
 			csv_num(f, r->cpu >= 0, r->cpu);
 			csv_num(f, r->cpu_ratio > 0, r->cpu_ratio);
 		} else {
