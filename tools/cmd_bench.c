@@ -28,20 +28,20 @@ static const struct option longopts[] = {
 	CLI_COMMON_LONGOPTS
 };
 
+/* Each group runs its own --quick subset (o->quick). */
 struct group {
 	const char *name;
 	void (*run)(const struct bench_opts *o);
-	bool quick;     /* part of the --quick subset */
 };
 
 static const struct group groups[] = {
-	{ "mechanism", bench_mechanism, true },
-	{ "per-call", bench_percall, true },
-	{ "cat", bench_peers_cat, true },
-	{ "cp", bench_peers_cp, true },
-	{ "relay", bench_relay, true },
-	{ "scaling", bench_scaling, true },
-	{ "write-behind", bench_writebehind, true },
+	{ "mechanism", bench_mechanism },
+	{ "per-call", bench_percall },
+	{ "cat", bench_peers_cat },
+	{ "cp", bench_peers_cp },
+	{ "relay", bench_relay },
+	{ "scaling", bench_scaling },
+	{ "write-behind", bench_writebehind },
 };
 #define N_GROUPS (sizeof(groups) / sizeof(groups[0]))
 
@@ -386,7 +386,7 @@ static void run_groups(const struct bench_opts *o, const char *only)
 	size_t i;
 
 	for (i = 0; i < N_GROUPS; i++) {
-		if (!selected(only, groups[i].name) || (o->quick && !groups[i].quick))
+		if (!selected(only, groups[i].name))
 			continue;
 		t = bench_now();
 		fprintf(stderr, "psplice bench: %s…\n", groups[i].name);
