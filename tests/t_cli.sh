@@ -5,29 +5,7 @@
 # $PSPLICE_BIN. Silent on pass.
 # Failures name the line; dash has no $LINENO, bash (always on Debian) has.
 [ -z "${BASH_VERSION:-}" ] && command -v bash >/dev/null && exec bash "$0" "$@"
-set -u
-[ -n "${BASH_VERSION:-}" ] || LINENO=?
-P=${PSPLICE_BIN:?PSPLICE_BIN is not set}
-[ -x "$P" ] || { echo "t_cli: $P is not built" >&2; exit 1; }
-d=$(mktemp -d "${1:-/tmp}/t_cli.XXXXXX") && d=$(cd "$d" && pwd) || exit 1
-trap 'rm -rf "$d"' EXIT
-trap 'exit 1' INT TERM
-cd "$d" || exit 1
-umask 022
-
-fail() { echo "t_cli: line $1: $2" >&2; exit 1; }
-# is LINE WANT GOT
-is() { [ "$3" = "$2" ] || fail "$1" "want '$2', got '$3'"; }
-# rc_is LINE WANT: the exit status of the last command, kept in $rc
-rc_is() { [ "$rc" -eq "$2" ] || fail "$1" "exit status $rc, want $2 ($(cat err 2>/dev/null))"; }
-# err_is LINE TEXT...: standard error was exactly these lines
-err_is() {
-	l=$1; shift
-	if [ $# -eq 0 ]; then : >want; else printf '%s\n' "$@" >want; fi
-	cmp -s want err || fail "$l" "stderr: want '$(cat want)', got '$(cat err)'"
-}
-same() { cmp -s "$2" "$3" || fail "$1" "$2 and $3 differ"; }
-methods='(clone|copy_file_range|sendfile|splice|splice_pipe|readwrite)'
+name=t_cli; . "$(dirname "$0")/cli-lib.sh"
 
 head -c 1048576 /dev/urandom >a
 head -c 70001 /dev/urandom >b

@@ -10,27 +10,9 @@
 # $1 is the scratch directory, the CLI is $PSPLICE_BIN. Silent on pass, but
 # for checks it cannot make, which say why.
 [ -z "${BASH_VERSION:-}" ] && command -v bash >/dev/null && exec bash "$0" "$@"
-set -u
-[ -n "${BASH_VERSION:-}" ] || LINENO=?
-P=${PSPLICE_BIN:?PSPLICE_BIN is not set}
-[ -x "$P" ] || { echo "t_cli_cp2: $P is not built" >&2; exit 1; }
-d=$(mktemp -d "${1:-/tmp}/t_cli_cp2.XXXXXX") && d=$(cd "$d" && pwd) || exit 1
+name=t_cli_cp2; . "$(dirname "$0")/cli-lib.sh"
 pid=
-trap '[ -n "$pid" ] && kill $pid 2>/dev/null; rm -rf "$d"' EXIT
-trap 'exit 1' INT TERM
-cd "$d" || exit 1
-umask 022
-
-fail() { echo "t_cli_cp2: line $1: $2" >&2; exit 1; }
-is() { [ "$3" = "$2" ] || fail "$1" "want '$2', got '$3'"; }
-rc_is() { [ "$rc" -eq "$2" ] || fail "$1" "exit status $rc, want $2 ($(cat err 2>/dev/null))"; }
-err_is() {
-	l=$1; shift
-	if [ $# -eq 0 ]; then : >want; else printf '%s\n' "$@" >want; fi
-	cmp -s want err || fail "$l" "stderr: want '$(cat want)', got '$(cat err)'"
-}
-same() { cmp -s "$2" "$3" || fail "$1" "$2 and $3 differ"; }
-skip() { echo "t_cli_cp2: SKIP $*"; }
+cli_cleanup() { [ -n "$pid" ] && kill $pid 2>/dev/null; }
 blocks() { stat -c %b "$1"; }
 
 head -c 1048576 /dev/urandom >a

@@ -6,26 +6,7 @@
 # $1 is the scratch directory, the CLI is $PSPLICE_BIN. Silent on pass, but
 # for checks it cannot make, which say why.
 [ -z "${BASH_VERSION:-}" ] && command -v bash >/dev/null && exec bash "$0" "$@"
-set -u
-[ -n "${BASH_VERSION:-}" ] || LINENO=?
-P=${PSPLICE_BIN:?PSPLICE_BIN is not set}
-[ -x "$P" ] || { echo "t_cli_cpsync: $P is not built" >&2; exit 1; }
-d=$(mktemp -d "${1:-/tmp}/t_cli_cpsync.XXXXXX") && d=$(cd "$d" && pwd) || exit 1
-trap 'rm -rf "$d"' EXIT
-trap 'exit 1' INT TERM
-cd "$d" || exit 1
-umask 022
-
-fail() { echo "t_cli_cpsync: line $1: $2" >&2; exit 1; }
-rc_is() { [ "$rc" -eq "$2" ] || fail "$1" "exit status $rc, want $2 ($(cat err 2>/dev/null))"; }
-err_is() {
-	l=$1; shift
-	if [ $# -eq 0 ]; then : >want; else printf '%s\n' "$@" >want; fi
-	cmp -s want err || fail "$l" "stderr: want '$(cat want)', got '$(cat err)'"
-}
-same() { cmp -s "$2" "$3" || fail "$1" "$2 and $3 differ"; }
-skip() { echo "t_cli_cpsync: SKIP $*"; }
-methods='(clone|copy_file_range|sendfile|splice|splice_pipe|readwrite)'
+name=t_cli_cpsync; . "$(dirname "$0")/cli-lib.sh"
 
 head -c 1048576 /dev/urandom >a
 mkdir dir

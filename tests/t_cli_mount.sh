@@ -14,22 +14,8 @@ if [ -z "${T_CLI_MOUNT_NS:-}" ]; then
 		{ echo "SKIP: cannot make a mount namespace (unshare -m)"; exit 77; }
 	T_CLI_MOUNT_NS=1 exec unshare -m --propagation private "${BASH:-sh}" "$0" "$@"
 fi
-[ -n "${BASH_VERSION:-}" ] || LINENO=?
-
-d=$(mktemp -d "${1:-/tmp}/t_cli_mount.XXXXXX") && d=$(cd "$d" && pwd) || exit 1
-trap 'umount -l "$d/full" "$d/ro" 2>/dev/null; rm -rf "$d"' EXIT
-trap 'exit 1' INT TERM
-cd "$d" || exit 1
-umask 022
-
-fail() { echo "t_cli_mount: line $1: $2" >&2; exit 1; }
-rc_is() { [ "$rc" -eq "$2" ] || fail "$1" "exit status $rc, want $2 ($(cat err))"; }
-err_is() {
-	l=$1; shift
-	printf '%s\n' "$@" >want
-	cmp -s want err || fail "$l" "stderr: want '$(cat want)', got '$(cat err)'"
-}
-same() { cmp -s "$2" "$3" || fail "$1" "$2 and $3 differ"; }
+name=t_cli_mount; . "$(dirname "$0")/cli-lib.sh"
+cli_cleanup() { umount -l "$d/full" "$d/ro" 2>/dev/null; }
 
 head -c 2097152 /dev/urandom >big
 head -c 1000 /dev/urandom >small

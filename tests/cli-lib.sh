@@ -1,0 +1,33 @@
+# What the t_cli*.sh tests share, sourced after the line that re-runs them
+# under bash (dash has no $LINENO, by which failures name their line):
+#   name=t_cli; . "$(dirname "$0")/cli-lib.sh"
+# gives $P (the CLI), a scratch directory $d made in $1 and entered (removed
+# at exit, after the test's own cli_cleanup), and the assertions below.
+set -u
+[ -n "${BASH_VERSION:-}" ] || LINENO=?
+P=${PSPLICE_BIN:?PSPLICE_BIN is not set}
+[ -x "$P" ] || { echo "$name: $P is not built" >&2; exit 1; }
+d=$(mktemp -d "${1:-/tmp}/$name.XXXXXX") && d=$(cd "$d" && pwd) || exit 1
+# A test that leaves more behind (a mount, a process) redefines it.
+cli_cleanup() { :; }
+trap 'cli_cleanup; rm -rf "$d"' EXIT
+trap 'exit 1' INT TERM
+cd "$d" || exit 1
+umask 022
+
+fail() { echo "$name: line $1: $2" >&2; exit 1; }
+# is LINE WANT GOT
+is() { [ "$3" = "$2" ] || fail "$1" "want '$2', got '$3'"; }
+# rc_is LINE WANT: the exit status of the last command, kept in $rc
+rc_is() { [ "$rc" -eq "$2" ] || fail "$1" "exit status $rc, want $2 ($(cat err 2>/dev/null))"; }
+# err_is LINE TEXT...: standard error was exactly these lines (none: empty)
+err_is() {
+	l=$1; shift
+	if [ $# -eq 0 ]; then : >want; else printf '%s\n' "$@" >want; fi
+	cmp -s want err || fail "$l" "stderr: want '$(cat want)', got '$(cat err)'"
+}
+# same LINE A B: the two files are byte-identical
+same() { cmp -s "$2" "$3" || fail "$1" "$2 and $3 differ"; }
+# A check this machine cannot make, said and passed over.
+skip() { echo "$name: SKIP $*"; }
+methods='(clone|copy_file_range|sendfile|splice|splice_pipe|readwrite)'
