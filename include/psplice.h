@@ -28,6 +28,10 @@ extern "C" {
 #define PSPLICE_F_NOFALLBACK 0x100u /* fail with EOPNOTSUPP rather than copy
                                        through user memory */
 #define PSPLICE_F_REFLINK    0x200u /* try FICLONERANGE first (file to file) */
+/* The caller keeps SIGPIPE ignored (SIG_IGN) and unblocked for as long as
+ * it uses this call or pair: moves skip the SIGPIPE guard. EINVAL if SIGPIPE
+ * is not ignored when the call is made or the pair prepared. */
+#define PSPLICE_F_SIGPIPE_IGNORED 0x400u
 /* Use exactly one mechanism (an enum psplice_method); EOPNOTSUPP if it does
  * not apply to this pair of fds. For tests and benchmarks. */
 #define PSPLICE_F_ONLY(method) (((unsigned int)(method) & 0xfu) << 12)
@@ -69,7 +73,9 @@ struct psplice_result {
  * psplice_last() for the counts and the parked bytes. An output whose reader
  * is gone (a pipe without readers, a socket whose peer closed or reset the
  * connection) fails with EPIPE on the output side, and no SIGPIPE the call
- * raised reaches the caller or stays pending, even if SIGPIPE is blocked. */
+ * raised reaches the caller or stays pending, even if SIGPIPE is blocked.
+ * Any error, EINTR and EAGAIN included, may come with parked bytes: a loop
+ * that calls again on EINTR must first take res->parked (psplice_last()). */
 ssize_t psplice(int fd_in, int64_t *off_in, int fd_out, int64_t *off_out,
 		size_t len, unsigned int flags);
 
@@ -91,14 +97,15 @@ int psplice_copy(int fd_in, int64_t *off_in, int fd_out, int64_t *off_out,
  * path and nothing more, except file to file, which reads the input's size
  * on each move. The pair holds what the fds were when it was prepared: after
  * dup2() over either fd, or fcntl() changing O_NONBLOCK or O_APPEND, prepare
- * a new one. Whether SIGPIPE is ignored is also read then: if it was, moves
- * into a pipe or socket skip blocking it (an ignored SIGPIPE kills no one);
- * a program that restores SIGPIPE's default afterwards must prepare its
- * pairs again. Moves do not change the pair: threads may share one. */
+ * a new one. Moves into a pipe or socket block SIGPIPE around the move as
+ * psplice_ex does, unless the pair was prepared with
+ * PSPLICE_F_SIGPIPE_IGNORED. Moves do not change the pair: threads may
+ * share one. */
 struct psplice_pair;
 
 /* Classify fd_in and fd_out and plan the path once. flags: the planning
- * flags (PSPLICE_F_REFLINK, PSPLICE_F_NOFALLBACK, PSPLICE_F_ONLY(m)). NULL
+ * flags (PSPLICE_F_REFLINK, PSPLICE_F_NOFALLBACK, PSPLICE_F_ONLY(m),
+ * PSPLICE_F_SIGPIPE_IGNORED). NULL
  * and errno on error, the errors psplice() gives before any byte moves
  * (EBADF, EISDIR, EINVAL) or ENOMEM; psplice_last() then says which side. */
 struct psplice_pair *psplice_pair_new(int fd_in, int fd_out, unsigned int flags);

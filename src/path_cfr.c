@@ -42,7 +42,7 @@ int ps__path_cfr(struct ps_xfer *x)
 		return 0;
 	}
 	if (n == 0)
-		return ps__zero_is_eof(x) ? 0 : ps__next(x, 0);
+		return ps__at_eof(x) ? 0 : ps__next(x, 0);
 	ps__moved(x, (uint64_t)n, (uint64_t)n, PSPLICE_METHOD_COPY_FILE_RANGE);
 	ps__advance(x->off_in, (uint64_t)n);
 	ps__advance(x->off_out, (uint64_t)n);

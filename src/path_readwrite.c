@@ -28,8 +28,9 @@ int ps__path_readwrite(struct ps_xfer *x)
 		return 0;
 	}
 	x->res->in_bytes += (uint64_t)n;
-	x->res->method = PSPLICE_METHOD_READWRITE;
 	done = ps__write_all(x, buf, (size_t)n);
+	if (done)
+		x->res->method = PSPLICE_METHOD_READWRITE;
 	ps__advance(x->off_in, done);
 	if (done < (size_t)n && ps__give_back(x, buf + done, (size_t)n - done) < 0)
 		ps__fail(x, ENOMEM, PSPLICE_SIDE_NONE);

@@ -17,6 +17,12 @@ int ps__path_sendfile(struct ps_xfer *x)
 		return ps__next(x, EINVAL);
 	n = ps_sendfile(x->out->fd, x->in->fd, x->off_in ? &oi : NULL, len);
 	if (n < 0) {
+		/* EOVERFLOW: the offset is past the largest file of the input's
+		 * or the output's filesystem (2 GiB for a tty), checked before
+		 * a byte moves. Past the input's end that is the end, as
+		 * pread(2) says; short of it, another path may reach it. */
+		if (n == -EOVERFLOW)
+			return ps__at_eof(x) ? 0 : ps__next(x, EOVERFLOW);
 		if (n == -EINVAL || n == -ENOSYS || n == -EOPNOTSUPP)
 			return ps__next(x, (int)-n);
 		ps__fail(x, (int)-n, n == -EINTR ? ps__blocked_side(x) :
@@ -24,7 +30,7 @@ int ps__path_sendfile(struct ps_xfer *x)
 		return 0;
 	}
 	if (n == 0)
-		return ps__zero_is_eof(x) ? 0 : ps__next(x, 0);
+		return ps__at_eof(x) ? 0 : ps__next(x, 0);
 	ps__moved(x, (uint64_t)n, (uint64_t)n, PSPLICE_METHOD_SENDFILE);
 	ps__advance(x->off_in, (uint64_t)n);
 	return 0;

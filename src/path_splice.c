@@ -37,7 +37,7 @@ int ps__path_splice(struct ps_xfer *x)
 		ps__fail(x, (int)-n, side_of(x, (int)-n));
 		return 0;
 	}
-	if (n == 0 && x->in->kind != PS_K_PIPE && !ps__zero_is_eof(x) &&
+	if (n == 0 && x->in->kind != PS_K_PIPE && !ps__at_eof(x) &&
 	    x->in->seekable)
 		return ps__next(x, 0);
 	ps__moved(x, (uint64_t)n, (uint64_t)n, PSPLICE_METHOD_SPLICE);

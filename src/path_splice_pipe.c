@@ -50,8 +50,9 @@ static size_t write_through(struct ps_xfer *x, struct ps_pipe *p, size_t n,
 		ps__fail(x, EIO, PSPLICE_SIDE_NONE);
 		return 0;
 	}
-	x->res->method = PSPLICE_METHOD_READWRITE;
 	done = ps__write_all(x, buf, n);
+	if (done)
+		x->res->method = PSPLICE_METHOD_READWRITE;
 	*left = buf + done;
 	if (x->off_out)
 		*oo = *x->off_out;
@@ -99,7 +100,7 @@ int ps__path_splice_pipe(struct ps_xfer *x)
 	len = x->len < p->size ? x->len : p->size;
 	n = ps_splice(x->in->fd, x->off_in ? &oi : NULL, p->w, NULL, len,
 		      ps__splice_flags(x) & ~PSPLICE_F_MORE);
-	if (n < 0 || (n == 0 && x->in->seekable && !ps__zero_is_eof(x))) {
+	if (n < 0 || (n == 0 && x->in->seekable && !ps__at_eof(x))) {
 		ps__pipe_put(p, false);
 		if (n == 0 || not_here(n))
 			return ps__next(x, (int)-n);

@@ -39,9 +39,24 @@ static void tls_free(void *p)
 	free(t);
 }
 
+/* A child of fork() has copies of the forking thread's pipe fds, and they
+ * name the parent's pipe: a move in each process would mix their streams.
+ * The child closes its copies and makes a pipe of its own when it needs
+ * one. (Other threads' pipes are not used in the child: those threads are
+ * not there.) */
+static void tls_forked(void)
+{
+	if (tls && tls->have_pipe) {
+		close(tls->pipe.r);
+		close(tls->pipe.w);
+		tls->have_pipe = false;
+	}
+}
+
 static void tls_key_init(void)
 {
 	(void)pthread_key_create(&tls_key, tls_free);
+	(void)pthread_atfork(NULL, NULL, tls_forked);
 }
 
 static struct ps_tls *tls_get(void)

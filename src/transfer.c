@@ -14,7 +14,8 @@
 #include "sys.h"
 
 /* Flags that shape the plan, and flags that only shape one move. */
-#define PLAN_FLAGS (PSPLICE_F_NOFALLBACK | PSPLICE_F_REFLINK | PSPLICE_F_ONLY_MASK)
+#define PLAN_FLAGS (PSPLICE_F_NOFALLBACK | PSPLICE_F_REFLINK | PSPLICE_F_ONLY_MASK | \
+		    PSPLICE_F_SIGPIPE_IGNORED)
 #define CALL_FLAGS (PSPLICE_F_MOVE | PSPLICE_F_NONBLOCK | PSPLICE_F_MORE)
 #define KNOWN_FLAGS (PLAN_FLAGS | CALL_FLAGS)
 #define MAX_PLAN 6
@@ -34,8 +35,9 @@ struct psplice_pair {
 	struct plan plan;
 	unsigned int flags;  /* the planning flags */
 	bool guard;          /* block SIGPIPE around each move */
-	bool reap;           /* no guard, as SIGPIPE was ignored: a failed move
-	                        still takes back one a blocked mask kept */
+	bool reap;           /* no guard, as the caller keeps SIGPIPE ignored:
+	                        a failed move still takes back one a blocked
+	                        mask would keep */
 	bool sized;          /* a move needs the input's size of now */
 };
 
@@ -43,6 +45,8 @@ struct call {
 	struct ps_endpoint in;     /* a sized pair's input, with its size of now */
 	struct ps_xfer x;
 	const struct plan *plan;
+	uint64_t want;             /* the bytes asked for: a move that stops
+	                              short may have raised SIGPIPE */
 	sigset_t old_mask;
 	bool guard, masked, pipe_pending; /* SIGPIPE pending before the call */
 };
@@ -174,11 +178,25 @@ static void make_plan(struct psplice_pair *pair)
 	add(p, PSPLICE_METHOD_READWRITE);
 }
 
+/* The caller's promise that SIGPIPE is ignored is checked where it is made
+ * (a pair is prepared, a one-shot call begins): moves then trust it. */
+static bool sigpipe_ignored(void)
+{
+	struct sigaction sa;
+
+	return sigaction(SIGPIPE, NULL, &sa) == 0 && !(sa.sa_flags & SA_SIGINFO) &&
+	       sa.sa_handler == SIG_IGN;
+}
+
 /* Everything that needs only the two fds: classify them and plan. flags
  * holds the planning flags alone. */
 static int pair_init(struct psplice_pair *p, int fd_in, int fd_out,
 		     unsigned int flags, struct psplice_result *res)
 {
+	bool raises;
+
+	if ((flags & PSPLICE_F_SIGPIPE_IGNORED) && !sigpipe_ignored())
+		return fail_early(res, EINVAL, PSPLICE_SIDE_NONE);
 	if (ps__classify(fd_in, &p->in) < 0 || !p->in.readable)
 		return fail_early(res, EBADF, PSPLICE_SIDE_IN);
 	if (ps__classify(fd_out, &p->out) < 0 || !p->out.writable)
@@ -187,8 +205,9 @@ static int pair_init(struct psplice_pair *p, int fd_in, int fd_out,
 		return fail_early(res, EISDIR, PSPLICE_SIDE_IN);
 	p->flags = flags;
 	make_plan(p);
-	p->guard = p->out.kind == PS_K_PIPE || ps_is_socket(p->out.kind);
-	p->reap = false;
+	raises = p->out.kind == PS_K_PIPE || ps_is_socket(p->out.kind);
+	p->guard = raises && !(flags & PSPLICE_F_SIGPIPE_IGNORED);
+	p->reap = raises && !p->guard;
 	p->sized = false; /* the sizes were just read */
 	return 0;
 }
@@ -222,6 +241,7 @@ static int begin(struct call *c, const struct psplice_pair *p, int64_t *off_in,
 				 .off_out = off_out, .flags = p->flags | flags,
 				 .res = res };
 	c->plan = &p->plan;
+	c->want = len;
 	c->guard = p->guard;
 	if (overlaps(c, len))
 		return fail_early(res, EINVAL, PSPLICE_SIDE_NONE);
@@ -258,9 +278,11 @@ static void unguard_sigpipe(struct call *c)
 	sigaddset(&set, SIGPIPE);
 	/* A SIGPIPE pending before the call is the caller's. One the call
 	 * raised is taken back even when the caller blocks SIGPIPE: it would
-	 * be delivered the moment the caller unblocks it. Only a failed call
-	 * can have raised one. */
-	if (c->x.res->error && !c->pipe_pending)
+	 * be delivered the moment the caller unblocks it. A call that failed
+	 * may have raised one, and so may one that stopped short: sendfile and
+	 * splice return the bytes they moved before the peer left, with the
+	 * signal already sent. */
+	if ((c->x.res->error || c->x.res->out_bytes < c->want) && !c->pipe_pending)
 		while (sigtimedwait(&set, NULL, &zero) == SIGPIPE)
 			;
 	pthread_sigmask(SIG_SETMASK, &c->old_mask, NULL);
@@ -423,14 +445,39 @@ ssize_t psplice(int fd_in, int64_t *off_in, int fd_out, int64_t *off_out,
 	return psplice_ex(fd_in, off_in, fd_out, off_out, len, flags, NULL);
 }
 
+/* What the next step of a copy may move: what is left of len, and no byte
+ * at or past INT64_MAX on a positional side. Only PSPLICE_TO_EOF gets that
+ * far (a length is checked against the offsets before the copy). 0 with
+ * *end set: the input has nothing more there; 0 without it: the output can
+ * take nothing more. */
+static uint64_t copy_room(const struct call *c, uint64_t left, bool *end)
+{
+	const int64_t *oi = c->x.off_in, *oo = c->x.off_out;
+
+	*end = false;
+	if (oi && left > (uint64_t)(INT64_MAX - *oi))
+		left = (uint64_t)(INT64_MAX - *oi);
+	if (!left) {
+		*end = true;
+		return 0;
+	}
+	if (oo && left > (uint64_t)(INT64_MAX - *oo))
+		left = (uint64_t)(INT64_MAX - *oo);
+	/* An output at the limit stops the copy only if the input has more. */
+	if (!left && c->x.in->seekable && ps__at_eof(&c->x))
+		*end = true;
+	return left;
+}
+
 int psplice_copy(int fd_in, int64_t *off_in, int fd_out, int64_t *off_out,
 		 uint64_t len, unsigned int flags, struct psplice_result *res)
 {
 	struct psplice_result r = { 0 };
 	bool progress[MAX_PLAN] = { false };
 	struct psplice_pair p;
-	uint64_t before;
+	uint64_t before, room;
 	struct call c;
+	bool end;
 	int at = 0;
 
 	if (check_flags(flags, KNOWN_FLAGS, &r) < 0 ||
@@ -441,7 +488,14 @@ int psplice_copy(int fd_in, int64_t *off_in, int fd_out, int64_t *off_out,
 	c.x.retry_eintr = true;
 	guard_sigpipe(&c);
 	while (r.out_bytes < len || len == PSPLICE_TO_EOF) {
-		c.x.len = len == PSPLICE_TO_EOF ? SIZE_MAX : (size_t)(len - r.out_bytes);
+		room = copy_room(&c, len == PSPLICE_TO_EOF ? len : len - r.out_bytes, &end);
+		if (end)
+			break;
+		if (!room) {
+			ps__fail(&c.x, EFBIG, PSPLICE_SIDE_OUT);
+			break;
+		}
+		c.x.len = room > SIZE_MAX ? SIZE_MAX : (size_t)room;
 		before = r.out_bytes;
 		step(&c, &at, progress);
 		/* A read interrupted before it took anything: try again. */
@@ -463,17 +517,6 @@ out:
 	return 0;
 }
 
-/* An ignored SIGPIPE cannot kill anyone: a pair prepared while it is
- * ignored (servers ignore it) moves without the guard's two or three
- * syscalls. */
-static bool sigpipe_ignored(void)
-{
-	struct sigaction sa;
-
-	return sigaction(SIGPIPE, NULL, &sa) == 0 && !(sa.sa_flags & SA_SIGINFO) &&
-	       sa.sa_handler == SIG_IGN;
-}
-
 /* A pair outlives the call that prepared it: forget the sizes, which change
  * between moves, and say which moves must read the input's again. */
 static void keep(struct psplice_pair *p)
@@ -484,10 +527,6 @@ static void keep(struct psplice_pair *p)
 		p->out.size = -1;
 	p->sized = (p->in.kind == PS_K_FILE && p->out.kind == PS_K_FILE) ||
 		   planned(&p->plan, PSPLICE_METHOD_CLONE);
-	if (p->guard && sigpipe_ignored()) {
-		p->guard = false;
-		p->reap = true;
-	}
 }
 
 static struct psplice_pair *refused(const struct psplice_result *r)

@@ -53,17 +53,23 @@ static int64_t in_pos(const struct ps_xfer *x)
 	return x->off_in ? *x->off_in : ps_lseek(x->in->fd, 0, SEEK_CUR);
 }
 
-/* copy_file_range and sendfile return 0 both at end of file and on procfs,
- * sysfs and other files whose st_size is 0 but which have content: trust a 0
- * only when the size says the offset is at or past the end. */
-bool ps__zero_is_eof(const struct ps_xfer *x)
+/* Whether a seekable input has no byte at the offset a step reads from.
+ * copy_file_range and sendfile return 0 both at end of file and on procfs,
+ * sysfs and other files whose st_size says nothing of their content (0, or
+ * 4096 for 23 bytes), and refuse offsets past the filesystem's largest
+ * file (EOVERFLOW) where pread(2) answers 0. Past the size is the end; short
+ * of it, a one-byte pread tells: an empty file is at its end whichever path
+ * is asked, a /proc file is not. */
+bool ps__at_eof(const struct ps_xfer *x)
 {
-	int64_t pos, size = ps__size(x->in);
+	int64_t pos = in_pos(x), size = ps__size(x->in);
+	unsigned char b;
 
-	if (size <= 0)
+	if (pos < 0)
 		return false;
-	pos = in_pos(x);
-	return pos >= size;
+	if (size > 0 && pos >= size)
+		return true;
+	return ps_pread(x->in->fd, &b, 1, pos) == 0;
 }
 
 /* Which side a two-sided call (copy_file_range, sendfile) failed on. Errors
@@ -88,13 +94,18 @@ int ps__side_of(const struct ps_xfer *x, int err)
 }
 
 /* After EAGAIN or EINTR from a call that could have waited on either side:
- * the side that is not ready is the one that would block. */
+ * the side that is not ready is the one that would block. A file or block
+ * device never makes a call wait, so then it is the output, whatever a poll
+ * racing with the output's reader says. When both are ready by the time we
+ * look, either answer wakes an event loop at once. */
 int ps__blocked_side(const struct ps_xfer *x)
 {
 	struct pollfd p[2] = { { .fd = x->in->fd, .events = POLLIN },
 			       { .fd = x->out->fd, .events = POLLOUT } };
 
-	if (poll(p, 2, 0) < 0)
+	if (x->in->seekable)
+		return PSPLICE_SIDE_OUT;
+	if (x->out->seekable || poll(p, 2, 0) < 0)
 		return PSPLICE_SIDE_IN;
 	if (!(p[0].revents & (POLLIN | POLLHUP | POLLERR)))
 		return PSPLICE_SIDE_IN;
@@ -164,7 +175,8 @@ static ssize_t write_once(struct ps_xfer *x, const unsigned char *buf, size_t n)
 }
 
 /* Write n bytes; returns how many were delivered, the error (if any) is
- * recorded against the output. */
+ * recorded against the output. A single step gives up on EINTR, parking
+ * what it took, so that a signal still ends a wait on a stalled output. */
 size_t ps__write_all(struct ps_xfer *x, const unsigned char *buf, size_t n)
 {
 	size_t done = 0;

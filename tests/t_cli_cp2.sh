@@ -217,6 +217,14 @@ for w in auto never; do
 done
 grep -Eq "by (copy_file_range|sendfile|splice|splice_pipe|readwrite)$" err ||
 	fail $LINENO "--reflink=never: $(cat err)"
+# An empty file is copied as empty by each (the end of input is no missing
+# fast path), as cp does.
+: >empty
+for w in auto never; do
+	"$P" cp --reflink=$w empty r.empty.$w 2>err; rc=$?
+	rc_is $LINENO 0; err_is $LINENO; same $LINENO empty r.empty.$w
+done
+rm -f empty r.empty.*
 if [ "$fs" = ext2/ext3 ]; then # ext4 says ext2/ext3: it shares no extents
 	"$P" cp --reflink=always a r.always 2>err; rc=$?
 	rc_is $LINENO 1
@@ -256,6 +264,9 @@ else
 		head -c 4194304 /dev/urandom >x/src
 		"$1" cp --reflink=always x/src x/always 2>err; echo $? >rc.always
 		"$1" cp --reflink=never x/src x/never 2>>err; echo $? >rc.never
+		: >x/empty
+		"$1" cp --reflink=always x/empty x/always.empty 2>>err; echo $? >rc.empty
+		[ -f x/always.empty ] && [ ! -s x/always.empty ] && echo empty >empty.ok
 		sync
 		filefrag -v x/always >frag.always 2>&1
 		filefrag -v x/never >frag.never 2>&1
@@ -266,11 +277,13 @@ else
 	else
 		rc=$(cat rc.always); rc_is $LINENO 0
 		rc=$(cat rc.never); rc_is $LINENO 0
+		rc=$(cat rc.empty); rc_is $LINENO 0
+		[ -e empty.ok ] || fail $LINENO "--reflink=always of an empty file: no empty copy"
 		err_is $LINENO
 		[ -e same ] || fail $LINENO "the copies on XFS differ from the source"
 		grep -q shared frag.always || fail $LINENO "always: not shared: $(cat frag.always)"
 		! grep -q shared frag.never || fail $LINENO "never: shared: $(cat frag.never)"
 	fi
-	rm -rf xfs.img x
+	rm -rf xfs.img x rc.* empty.ok
 fi
 exit 0

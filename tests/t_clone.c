@@ -8,6 +8,7 @@
 #include <linux/fiemap.h>
 #include <linux/fs.h>
 #include <linux/magic.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/ioctl.h>
@@ -193,6 +194,79 @@ static void odd_size(void)
 	close(out);
 }
 
+/* A source that grows while it is cloned: the counts and the offsets say
+ * what the clones shared, and the copy reaches the end the input has when
+ * a step finds no more (as the other paths do). */
+#define GROW_CHUNK (64u << 10)
+#define GROW_TO (32u << 20)
+
+static volatile int grown_done;
+
+static void *grow(void *arg)
+{
+	static unsigned char buf[GROW_CHUNK];
+	int fd = *(int *)arg;
+
+	for (uint64_t off = GROW_CHUNK; off < GROW_TO; off += GROW_CHUNK) {
+		t_gen(23, off, buf, sizeof(buf));
+		if (pwrite(fd, buf, sizeof(buf), (off_t)off) != (ssize_t)sizeof(buf))
+			break;
+		usleep(20);
+	}
+	grown_done = 1;
+	return NULL;
+}
+
+static void growing(void)
+{
+	const char *a = on_xfs("grow"), *b = on_xfs("grow.clone");
+	struct psplice_result r;
+	int in, out;
+	pthread_t th;
+	struct stat st;
+	int64_t oo = 0;
+
+	for (int round = 0; round < 3; round++) {
+		in = t_make_file(a, GROW_CHUNK, 23);
+		out = create(b);
+		grown_done = 0;
+		T_EQ(pthread_create(&th, NULL, grow, &in), 0);
+		oo = 0;
+		T_EQ(psplice_copy(in, NULL, out, &oo, PSPLICE_TO_EOF, PSPLICE_F_REFLINK_ONLY,
+				  &r), 0);
+		T_OK(fstat(out, &st));
+		T_EQ_U(r.out_bytes, st.st_size);
+		T_EQ_U(r.in_bytes, r.out_bytes);
+		T_EQ(oo, st.st_size);
+		T_EQ(t_pos(in), st.st_size);
+		T_ASSERT(t_check_fd(out, 0, (uint64_t)st.st_size, 23, 0));
+		pthread_join(th, NULL);
+		close(in);
+		close(out);
+		/* A single step shares what it says, too, step after step. */
+		in = t_make_file(a, GROW_CHUNK, 23);
+		grown_done = 0;
+		T_EQ(pthread_create(&th, NULL, grow, &in), 0);
+		for (int steps = 0; !grown_done && steps < 100000; steps++) {
+			int64_t oi = 0;
+			ssize_t n;
+
+			out = create(b);
+			oo = 0;
+			n = psplice_ex(in, &oi, out, &oo, SIZE_MAX, PSPLICE_F_REFLINK_ONLY, &r);
+			T_ASSERT(n > 0);
+			T_OK(fstat(out, &st));
+			T_EQ(n, st.st_size);
+			T_EQ(oo, n);
+			T_EQ(oi, n);
+			close(out);
+		}
+		pthread_join(th, NULL);
+		close(in);
+		close(out);
+	}
+}
+
 /* Ranges inside a file. Block aligned: cloned. Unaligned: REFLINK falls
  * back to a copy, REFLINK_ONLY refuses and moves nothing. */
 static void ranges(void)
@@ -283,6 +357,7 @@ int main(int argc, char **argv)
 	mount_xfs();
 	whole();
 	odd_size();
+	growing();
 	ranges();
 	T_OK(statfs(dir, &s));
 	if (s.f_type != EXT4_SUPER_MAGIC && s.f_type != TMPFS_MAGIC)

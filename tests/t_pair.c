@@ -409,7 +409,8 @@ static void forbid(long nr)
 /* After the pairs are prepared (and each has moved once, so the thread's
  * buffers and internal pipe exist), classifying fails and seeking or
  * touching the signal mask would kill the process: the moves go on. With
- * SIGPIPE ignored, a pipe or socket output needs no guard either. */
+ * SIGPIPE kept ignored (PSPLICE_F_SIGPIPE_IGNORED), a pipe or socket output
+ * needs no guard either. */
 static void hot_path(void *arg)
 {
 	int nul = open("/dev/null", O_WRONLY | O_CLOEXEC), pp[2], a[2], b[2];
@@ -427,8 +428,8 @@ static void hot_path(void *arg)
 	t_unix_pair(a);
 	t_unix_pair(b);
 	to_null = pair(src, nul, 0);
-	to_pipe = pair(src, pp[1], 0);
-	sock = pair(a[0], b[0], 0);
+	to_pipe = pair(src, pp[1], PSPLICE_F_SIGPIPE_IGNORED);
+	sock = pair(a[0], b[0], PSPLICE_F_SIGPIPE_IGNORED);
 	T_EQ(psplice_pair_move(to_null, &off, NULL, 1, 0, &r), 1);
 	T_EQ(psplice_pair_move(to_pipe, &off, NULL, 1, 0, &r), 1);
 	T_ASSERT(t_check_fd(pp[0], -1, 1, SEED, 1));

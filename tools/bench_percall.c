@@ -128,9 +128,10 @@ static int open_fds(struct fds *f, const char *path)
 	f->pr = p[0];
 	f->pw = p[1];
 	fcntl(f->pw, F_SETPIPE_SZ, 1 << 20);
-	f->to_null = psplice_pair_new(f->file, f->null, 0);
-	f->to_pipe = psplice_pair_new(f->file, f->pw, 0);
-	f->from_pipe = psplice_pair_new(f->pr, f->null, 0);
+	/* psplice bench ignores SIGPIPE for its whole run, as servers do. */
+	f->to_null = psplice_pair_new(f->file, f->null, PSPLICE_F_SIGPIPE_IGNORED);
+	f->to_pipe = psplice_pair_new(f->file, f->pw, PSPLICE_F_SIGPIPE_IGNORED);
+	f->from_pipe = psplice_pair_new(f->pr, f->null, PSPLICE_F_SIGPIPE_IGNORED);
 	return f->to_null && f->to_pipe && f->from_pipe ? 0 : -1;
 }
 

@@ -313,14 +313,15 @@ static void touch(struct worker *w, struct conn *c)
 }
 
 /* Both directions classified and planned once, for all their moves. serve()
- * ignores SIGPIPE before any worker starts, so moves skip the engine's
- * SIGPIPE guard. */
+ * ignores SIGPIPE before any worker starts and never restores it, so the
+ * pairs say so and their moves skip the engine's SIGPIPE guard. */
 static int prepare_pairs(struct conn *c, unsigned int flags)
 {
 	int i;
 
 	for (i = 0; i < 2; i++) {
-		c->d[i].pair = psplice_pair_new(c->d[i].in->fd, c->d[i].out->fd, flags);
+		c->d[i].pair = psplice_pair_new(c->d[i].in->fd, c->d[i].out->fd,
+						flags | PSPLICE_F_SIGPIPE_IGNORED);
 		if (!c->d[i].pair)
 			return -errno;
 	}
