@@ -16,10 +16,13 @@ BUILD ?= build
 OPT ?= -O2 -g
 SAN ?=
 CFLAGS ?= $(OPT)
+# A distribution's build passes its own (hardening: dpkg-buildflags).
+CPPFLAGS ?=
+LDFLAGS ?=
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 BASE := -std=gnu11 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 $(WARN) -Iinclude $(SAN)
-LIB_CFLAGS := $(BASE) -fPIC -fvisibility=hidden $(CFLAGS)
-APP_CFLAGS := $(BASE) $(CFLAGS)
+LIB_CFLAGS := $(BASE) -fPIC -fvisibility=hidden $(CPPFLAGS) $(CFLAGS)
+APP_CFLAGS := $(BASE) $(CPPFLAGS) $(CFLAGS)
 LDLIBS := -lpthread
 
 ifeq ($(V),1)
@@ -58,7 +61,7 @@ $(BUILD)/libpsplice.a: $(LIB_OBJ)
 
 $(BUILD)/$(SONAME): $(LIB_OBJ) src/libpsplice.map
 	$(call say,LD,$@)
-	$(Q)$(CC) $(LIB_CFLAGS) -shared -Wl,-soname,$(SONAME) \
+	$(Q)$(CC) $(LIB_CFLAGS) $(LDFLAGS) -shared -Wl,-soname,$(SONAME) \
 		-Wl,--version-script,src/libpsplice.map -Wl,-z,defs -o $@ $(LIB_OBJ) $(LDLIBS)
 	$(Q)ln -sf $(SONAME) $(BUILD)/libpsplice.so
 
@@ -69,7 +72,7 @@ $(BUILD)/tools/%.o: tools/%.c tools/*.h include/psplice.h
 
 $(BUILD)/psplice: $(TOOL_OBJ) $(BUILD)/libpsplice.a
 	$(call say,LD,$@)
-	$(Q)$(CC) $(APP_CFLAGS) -o $@ $(TOOL_OBJ) $(BUILD)/libpsplice.a $(LDLIBS) -lm
+	$(Q)$(CC) $(APP_CFLAGS) $(LDFLAGS) -o $@ $(TOOL_OBJ) $(BUILD)/libpsplice.a $(LDLIBS) -lm
 
 $(TEST_HELP): tests/helpers.c tests/t.h include/psplice.h
 	@mkdir -p $(@D)
@@ -79,7 +82,7 @@ $(TEST_HELP): tests/helpers.c tests/t.h include/psplice.h
 $(BUILD)/tests/t_%: tests/t_%.c $(TEST_HELP) $(BUILD)/libpsplice.a tests/t.h
 	@mkdir -p $(@D)
 	$(call say,CC,$<)
-	$(Q)$(CC) $(APP_CFLAGS) -Isrc -o $@ $< $(TEST_HELP) $(BUILD)/libpsplice.a $(LDLIBS)
+	$(Q)$(CC) $(APP_CFLAGS) $(LDFLAGS) -Isrc -o $@ $< $(TEST_HELP) $(BUILD)/libpsplice.a $(LDLIBS)
 
 # The main job, on generated data.
 demo: deps-demo tools
