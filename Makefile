@@ -10,6 +10,7 @@ INCLUDEDIR ?= $(PREFIX)/include
 BINDIR ?= $(PREFIX)/bin
 MANDIR ?= $(PREFIX)/share/man
 PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
 
 CC ?= cc
 BUILD ?= build
@@ -129,7 +130,8 @@ check-valgrind: tests
 install: lib tools
 	$(call say,INSTALL,$(DESTDIR)$(PREFIX))
 	$(Q)install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(BINDIR) \
-		$(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3 $(DESTDIR)$(PKGCONFIGDIR)
+		$(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3 $(DESTDIR)$(PKGCONFIGDIR) \
+		$(DESTDIR)$(BASHCOMPDIR)
 	$(Q)install -m 644 $(BUILD)/libpsplice.a $(DESTDIR)$(LIBDIR)/
 	$(Q)install -m 755 $(BUILD)/$(SONAME) $(DESTDIR)$(LIBDIR)/
 	$(Q)ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libpsplice.so
@@ -137,6 +139,7 @@ install: lib tools
 	$(Q)install -m 755 $(BUILD)/psplice $(DESTDIR)$(BINDIR)/
 	$(Q)install -m 644 man/*.1 $(DESTDIR)$(MANDIR)/man1/
 	$(Q)install -m 644 man/*.3 $(DESTDIR)$(MANDIR)/man3/
+	$(Q)install -m 644 completion/psplice $(DESTDIR)$(BASHCOMPDIR)/
 	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
 		-e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' -e 's|@VERSION@|$(VERSION)|' \
 		psplice.pc.in > $(DESTDIR)$(PKGCONFIGDIR)/psplice.pc

@@ -17,6 +17,8 @@ check)
 	want filefrag e2fsprogs
 	want curl curl
 	want iperf3 iperf3
+	# t_cli_completion.sh drives the completion with bash-completion's helpers.
+	[ -r /usr/share/bash-completion/bash_completion ] || need="$need bash-completion"
 	# gcc's sanitizer runtimes come with gcc; make sure they are there.
 	[ -e "$(gcc -print-file-name=libasan.so)" ] || need="$need libasan8"
 	[ -e "$(gcc -print-file-name=libtsan.so)" ] || need="$need libtsan2"
