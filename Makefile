@@ -43,8 +43,8 @@ TEST_SRC := $(wildcard tests/t_*.c)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 TEST_HELP := $(BUILD)/tests/helpers.o
 
-.PHONY: all lib tools tests check check-quick check-asan check-tsan check-valgrind demo install \
-	install-check clean deps bench
+.PHONY: all lib tools tests check check-quick check-asan check-tsan check-valgrind check-abi \
+	demo install install-check clean deps deps-demo deps-deb bench deb
 all: lib tools
 
 lib: $(BUILD)/libpsplice.a $(BUILD)/$(SONAME)
@@ -102,6 +102,7 @@ check: deps
 	$(Q)$(MAKE) --no-print-directory check-tsan
 	$(Q)$(MAKE) --no-print-directory check-valgrind
 	$(Q)$(MAKE) --no-print-directory install-check
+	$(Q)$(MAKE) --no-print-directory check-abi
 
 check-quick: tests tools
 	$(Q)sh tests/run.sh $(BUILD)
@@ -144,10 +145,24 @@ install: lib tools
 		-e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' -e 's|@VERSION@|$(VERSION)|' \
 		psplice.pc.in > $(DESTDIR)$(PKGCONFIGDIR)/psplice.pc
 
+# The library's exported symbols against debian/libpsplice0.symbols: a change
+# of ABI is an edit of that file, by the rule tests/abi-check.sh states.
+check-abi: lib
+	$(Q)sh tests/abi-check.sh $(BUILD)
+
 # Install into a scratch root, then build a C and a C++ program against the
 # installed header and library through pkg-config.
 install-check:
 	$(Q)sh tests/install-check.sh
+
+# The Debian packages (debian/), built from a clean copy of the tree into
+# $(BUILD)/deb and checked by lintian; as root, the build dependencies are
+# installed first.
+deb: deps-deb
+	$(Q)sh tests/deb-build.sh $(BUILD)/deb
+
+deps-deb:
+	$(Q)sh tests/deps.sh deb
 
 # The benchmark: psplice bench, every group (QUICK=1: the one-minute subset;
 # BENCH_ONLY=cat,cp: some groups). Peers are installed when root.
