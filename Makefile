@@ -44,7 +44,7 @@ TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 TEST_HELP := $(BUILD)/tests/helpers.o
 
 .PHONY: all lib tools tests check check-quick check-asan check-tsan check-valgrind check-abi \
-	demo install install-check clean deps deps-demo deps-deb bench deb
+	demo install install-check clean deps deps-demo deps-deb bench deb deb-check
 all: lib tools
 
 lib: $(BUILD)/libpsplice.a $(BUILD)/$(SONAME)
@@ -157,12 +157,16 @@ install-check:
 
 # The Debian packages (debian/), built from a clean copy of the tree into
 # $(BUILD)/deb and checked by lintian; as root, the build dependencies are
-# installed first.
+# installed first. deb-check installs them with dpkg (as root), builds and
+# runs a program against them, runs psplice, and purges them.
 deb: deps-deb
 	$(Q)sh tests/deb-build.sh $(BUILD)/deb
 
 deps-deb:
 	$(Q)sh tests/deps.sh deb
+
+deb-check:
+	$(Q)sh tests/deb-check.sh $(BUILD)/deb
 
 # The benchmark: psplice bench, every group (QUICK=1: the one-minute subset;
 # BENCH_ONLY=cat,cp: some groups). Peers are installed when root.
