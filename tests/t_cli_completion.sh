@@ -138,6 +138,8 @@ want $LINENO "psplice bench "
 (cd "$d" && want $LINENO "psplice cat -- -" -dash) || exit 1
 want $LINENO "psplice cat --to unix:$d/a" "$d/a.txt" "$d/ab.img"
 want $LINENO "psplice relay unix:$d/sub/" "$d/sub/in"
+want $LINENO "psplice cat --to=unix:$d/ab" "$d/ab.img"
+has $LINENO "psplice relay -- u" unix:
 want $LINENO "psplice relay -v 127.0.0.1:8080 unix:$d/ab" "$d/ab.img"
 has $LINENO "psplice relay u" unix:
 has $LINENO "psplice cat --to=" unix:
