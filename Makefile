@@ -10,16 +10,20 @@ INCLUDEDIR ?= $(PREFIX)/include
 BINDIR ?= $(PREFIX)/bin
 MANDIR ?= $(PREFIX)/share/man
 PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
 
 CC ?= cc
 BUILD ?= build
 OPT ?= -O2 -g
 SAN ?=
 CFLAGS ?= $(OPT)
+# A distribution's build passes its own (hardening: dpkg-buildflags).
+CPPFLAGS ?=
+LDFLAGS ?=
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 BASE := -std=gnu11 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 $(WARN) -Iinclude $(SAN)
-LIB_CFLAGS := $(BASE) -fPIC -fvisibility=hidden $(CFLAGS)
-APP_CFLAGS := $(BASE) $(CFLAGS)
+LIB_CFLAGS := $(BASE) -fPIC -fvisibility=hidden $(CPPFLAGS) $(CFLAGS)
+APP_CFLAGS := $(BASE) $(CPPFLAGS) $(CFLAGS)
 LDLIBS := -lpthread
 
 ifeq ($(V),1)
@@ -39,8 +43,8 @@ TEST_SRC := $(wildcard tests/t_*.c)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 TEST_HELP := $(BUILD)/tests/helpers.o
 
-.PHONY: all lib tools tests check check-quick check-asan check-tsan check-valgrind demo install \
-	install-check clean deps bench
+.PHONY: all lib tools tests check check-quick check-asan check-tsan check-valgrind check-abi \
+	demo install install-check clean deps deps-demo deps-deb bench deb deb-check
 all: lib tools
 
 lib: $(BUILD)/libpsplice.a $(BUILD)/$(SONAME)
@@ -58,7 +62,7 @@ $(BUILD)/libpsplice.a: $(LIB_OBJ)
 
 $(BUILD)/$(SONAME): $(LIB_OBJ) src/libpsplice.map
 	$(call say,LD,$@)
-	$(Q)$(CC) $(LIB_CFLAGS) -shared -Wl,-soname,$(SONAME) \
+	$(Q)$(CC) $(LIB_CFLAGS) $(LDFLAGS) -shared -Wl,-soname,$(SONAME) \
 		-Wl,--version-script,src/libpsplice.map -Wl,-z,defs -o $@ $(LIB_OBJ) $(LDLIBS)
 	$(Q)ln -sf $(SONAME) $(BUILD)/libpsplice.so
 
@@ -69,7 +73,7 @@ $(BUILD)/tools/%.o: tools/%.c tools/*.h include/psplice.h
 
 $(BUILD)/psplice: $(TOOL_OBJ) $(BUILD)/libpsplice.a
 	$(call say,LD,$@)
-	$(Q)$(CC) $(APP_CFLAGS) -o $@ $(TOOL_OBJ) $(BUILD)/libpsplice.a $(LDLIBS) -lm
+	$(Q)$(CC) $(APP_CFLAGS) $(LDFLAGS) -o $@ $(TOOL_OBJ) $(BUILD)/libpsplice.a $(LDLIBS) -lm
 
 $(TEST_HELP): tests/helpers.c tests/t.h include/psplice.h
 	@mkdir -p $(@D)
@@ -79,7 +83,7 @@ $(TEST_HELP): tests/helpers.c tests/t.h include/psplice.h
 $(BUILD)/tests/t_%: tests/t_%.c $(TEST_HELP) $(BUILD)/libpsplice.a tests/t.h
 	@mkdir -p $(@D)
 	$(call say,CC,$<)
-	$(Q)$(CC) $(APP_CFLAGS) -Isrc -o $@ $< $(TEST_HELP) $(BUILD)/libpsplice.a $(LDLIBS)
+	$(Q)$(CC) $(APP_CFLAGS) $(LDFLAGS) -Isrc -o $@ $< $(TEST_HELP) $(BUILD)/libpsplice.a $(LDLIBS)
 
 # The main job, on generated data.
 demo: deps-demo tools
@@ -98,6 +102,7 @@ check: deps
 	$(Q)$(MAKE) --no-print-directory check-tsan
 	$(Q)$(MAKE) --no-print-directory check-valgrind
 	$(Q)$(MAKE) --no-print-directory install-check
+	$(Q)$(MAKE) --no-print-directory check-abi
 
 check-quick: tests tools
 	$(Q)sh tests/run.sh $(BUILD)
@@ -126,7 +131,8 @@ check-valgrind: tests
 install: lib tools
 	$(call say,INSTALL,$(DESTDIR)$(PREFIX))
 	$(Q)install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(BINDIR) \
-		$(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3 $(DESTDIR)$(PKGCONFIGDIR)
+		$(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3 $(DESTDIR)$(PKGCONFIGDIR) \
+		$(DESTDIR)$(BASHCOMPDIR)
 	$(Q)install -m 644 $(BUILD)/libpsplice.a $(DESTDIR)$(LIBDIR)/
 	$(Q)install -m 755 $(BUILD)/$(SONAME) $(DESTDIR)$(LIBDIR)/
 	$(Q)ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libpsplice.so
@@ -134,14 +140,33 @@ install: lib tools
 	$(Q)install -m 755 $(BUILD)/psplice $(DESTDIR)$(BINDIR)/
 	$(Q)install -m 644 man/*.1 $(DESTDIR)$(MANDIR)/man1/
 	$(Q)install -m 644 man/*.3 $(DESTDIR)$(MANDIR)/man3/
+	$(Q)install -m 644 completion/psplice $(DESTDIR)$(BASHCOMPDIR)/
 	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
 		-e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' -e 's|@VERSION@|$(VERSION)|' \
 		psplice.pc.in > $(DESTDIR)$(PKGCONFIGDIR)/psplice.pc
+
+# The library's exported symbols against debian/libpsplice0.symbols: a change
+# of ABI is an edit of that file, by the rule tests/abi-check.sh states.
+check-abi: lib
+	$(Q)sh tests/abi-check.sh $(BUILD)
 
 # Install into a scratch root, then build a C and a C++ program against the
 # installed header and library through pkg-config.
 install-check:
 	$(Q)sh tests/install-check.sh
+
+# The Debian packages (debian/), built from a clean copy of the tree into
+# $(BUILD)/deb and checked by lintian; as root, the build dependencies are
+# installed first. deb-check installs them with dpkg (as root), builds and
+# runs a program against them, runs psplice, and purges them.
+deb: deps-deb
+	$(Q)sh tests/deb-build.sh $(BUILD)/deb
+
+deps-deb:
+	$(Q)sh tests/deps.sh deb
+
+deb-check:
+	$(Q)sh tests/deb-check.sh $(BUILD)/deb
 
 # The benchmark: psplice bench, every group (QUICK=1: the one-minute subset;
 # BENCH_ONLY=cat,cp: some groups). Peers are installed when root.

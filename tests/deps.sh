@@ -1,6 +1,6 @@
 #!/bin/sh
 # Install the Debian packages a target needs (as root), or print the exact
-# apt-get line. Usage: deps.sh demo|check|bench
+# apt-get line. Usage: deps.sh demo|check|bench|deb
 need=
 want() { command -v "$1" >/dev/null 2>&1 || need="$need $2"; }
 want cc gcc
@@ -17,6 +17,8 @@ check)
 	want filefrag e2fsprogs
 	want curl curl
 	want iperf3 iperf3
+	# t_cli_completion.sh drives the completion with bash-completion's helpers.
+	[ -r /usr/share/bash-completion/bash_completion ] || need="$need bash-completion"
 	# gcc's sanitizer runtimes come with gcc; make sure they are there.
 	[ -e "$(gcc -print-file-name=libasan.so)" ] || need="$need libasan8"
 	[ -e "$(gcc -print-file-name=libtsan.so)" ] || need="$need libtsan2"
@@ -30,6 +32,17 @@ bench)
 	want iperf3 iperf3
 	want mkfs.xfs xfsprogs
 	want losetup mount
+	;;
+deb)
+	# make deb and make deb-check. dpkg-checkbuilddeps wants build-essential;
+	# no fakeroot: debian/control says Rules-Requires-Root: no.
+	[ "$(dpkg-query -W -f='${db:Status-Status}' build-essential 2>/dev/null)" = installed ] ||
+		need="$need build-essential"
+	want dpkg-buildpackage dpkg-dev
+	want dh debhelper
+	want lintian lintian
+	want pkg-config pkg-config
+	[ -r /usr/share/bash-completion/bash_completion ] || need="$need bash-completion"
 	;;
 esac
 [ -z "$need" ] && exit 0

@@ -34,7 +34,8 @@ fi
 
 # What make install must have put where.
 for f in include/psplice.h lib/libpsplice.a lib/pkgconfig/psplice.pc bin/psplice \
-	share/man/man1/psplice.1 share/man/man3/psplice.3; do
+	share/man/man1/psplice.1 share/man/man3/psplice.3 \
+	share/bash-completion/completions/psplice; do
 	ok "missing /usr/$f" test -s "$root/usr/$f"
 done
 soname=$(readelf -d "$lib/libpsplice.so" 2>/dev/null |

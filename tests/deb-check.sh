@@ -1,0 +1,154 @@
+#!/bin/sh
+# make deb-check: install the packages make deb built (DIR, default
+# build/deb) on this machine with dpkg, as a user would; build and run a C
+# program against them through pkg-config, run the installed psplice, load
+# its completion and man pages from where the system looks; then purge the
+# packages and check that nothing of them is left. Needs root (dpkg);
+# refuses to touch a psplice already installed. Prints one summary line;
+# exits 1 if any check failed.
+set -u
+top=$(cd "$(dirname "$0")/.." && pwd)
+dir=${1:-$top/build/deb}
+pkgs="libpsplice0 libpsplice-dev psplice"
+CC=${CC:-cc}
+checks=0 failed=0
+
+if [ "$(id -u)" != 0 ]; then
+	echo "deb-check: SKIP: dpkg -i needs root"
+	exit 0
+fi
+debs=
+for p in $pkgs; do
+	f=$(ls "$dir/${p}_"*.deb 2>/dev/null | head -1)
+	[ -n "$f" ] || { echo "deb-check: FAILED: no $p package in $dir (make deb)"; exit 1; }
+	debs="$debs $f"
+	st=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null)
+	if [ -n "$st" ] && [ "$st" != not-installed ]; then
+		echo "deb-check: FAILED: $p is already on this machine ($st); purge it first"
+		exit 1
+	fi
+done
+
+tmp=$(mktemp -d)
+installed=false
+# shellcheck disable=SC2086 # a word list
+purge() { dpkg --purge $pkgs >"$tmp/purge.log" 2>&1 || { cat "$tmp/purge.log"; return 1; }; }
+trap '$installed && purge; rm -rf "$tmp"' EXIT
+trap 'exit 130' INT TERM
+
+fail() { echo "deb-check: $*" >&2; failed=$((failed + 1)); }
+# ok DESCRIPTION CMD...: run CMD, count it, say what failed.
+ok() {
+	d=$1; shift
+	checks=$((checks + 1))
+	"$@" >"$tmp/out" 2>&1 || { fail "$d"; sed 's/^/    /' "$tmp/out" >&2; }
+}
+
+installed=true
+# shellcheck disable=SC2086 # word lists
+if ! dpkg -i $debs >"$tmp/install.log" 2>&1; then
+	sed 's/^/    /' "$tmp/install.log"
+	echo "deb-check: FAILED: dpkg -i$debs"
+	exit 1
+fi
+for p in $pkgs; do
+	dpkg -L "$p" >"$tmp/$p.files"
+done
+multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
+libdir=/usr/lib/$multiarch
+
+# owns PACKAGE PATH...: dpkg says PACKAGE installed each PATH, and it is there.
+owns() {
+	p=$1; shift
+	for f in "$@"; do
+		ok "$f: not in $p" sh -c 'grep -qx "$1" "$2" && test -e "$1"' - "$f" "$tmp/$p.files"
+	done
+}
+owns libpsplice0 $libdir/libpsplice.so.0
+owns libpsplice-dev /usr/include/psplice.h $libdir/libpsplice.a $libdir/libpsplice.so \
+	$libdir/pkgconfig/psplice.pc /usr/share/man/man3/psplice.3.gz \
+	/usr/share/man/man3/psplice_copy.3.gz
+owns psplice /usr/bin/psplice /usr/share/man/man1/psplice.1.gz \
+	/usr/share/bash-completion/completions/psplice
+ok "ldconfig does not know libpsplice.so.0" sh -c 'ldconfig -p | grep -q "libpsplice\.so\.0 "'
+
+# A program built the way a user of libpsplice-dev builds one, run with no
+# help from LD_LIBRARY_PATH.
+cat >"$tmp/c.c" <<'EOF'
+#include <psplice.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+
+int main(int argc, char **argv)
+{
+	struct psplice_result r;
+	int in, out;
+
+	if (argc != 3)
+		return 2;
+	in = open(argv[1], O_RDONLY);
+	out = open(argv[2], O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (in < 0 || out < 0 || psplice_copy(in, NULL, out, NULL, PSPLICE_TO_EOF, 0, &r))
+		return 3;
+	printf("%s: %llu bytes by %s\n", psplice_version(), (unsigned long long)r.out_bytes,
+	       psplice_method_name(r.method));
+	return 0;
+}
+EOF
+version=$(sed -n 's/^#define PSPLICE_VERSION_[A-Z]* //p' "$top/include/psplice.h" | paste -sd.)
+ok "pkg-config --modversion psplice is not $version" \
+	test "$(pkg-config --modversion psplice 2>&1)" = "$version"
+# shellcheck disable=SC2046 # pkg-config's output is a word list
+ok "a C program does not build through pkg-config" \
+	$CC -Wall -Werror -o "$tmp/c" "$tmp/c.c" $(pkg-config --cflags --libs psplice)
+ok "the C program is not linked with $libdir/libpsplice.so.0" \
+	sh -c 'got=$(ldd "$1" | awk "\$1 == \"libpsplice.so.0\" { print \$3 }") &&
+		test "$(readlink -f "$got")" = "$(readlink -f "$2/libpsplice.so.0")"' - "$tmp/c" "$libdir"
+head -c 300001 /dev/urandom >"$tmp/data"
+ok "the C program fails" sh -c '"$1" "$2" "$3" | grep -q "^$4: 300001 bytes by " &&
+	cmp "$2" "$3"' - "$tmp/c" "$tmp/data" "$tmp/c.copy" "$version"
+
+# The command, from PATH.
+ok "psplice --version does not say psplice $version" \
+	sh -c 'test "$(command -v psplice)" = /usr/bin/psplice &&
+		test "$(psplice --version)" = "psplice $1"' - "$version"
+ok "psplice cp fails" sh -c 'psplice cp "$1" "$2" && cmp "$1" "$2"' - "$tmp/data" "$tmp/cli.copy"
+if command -v man >/dev/null 2>&1; then
+	ok "man does not find psplice(1)" man -w 1 psplice
+	ok "man does not find psplice_copy(3)" man -w 3 psplice_copy
+fi
+# bash-completion loads the completion on demand, from its installed place.
+if [ -r /usr/share/bash-completion/bash_completion ]; then
+	ok "bash-completion does not load the psplice completion" bash -c \
+		'. /usr/share/bash-completion/bash_completion
+		_completion_loader psplice # 124: loaded, complete again
+		test "$(complete -p psplice)" = "complete -F _psplice psplice"'
+	ok "the installed completion fails t_cli_completion.sh" env \
+		PSPLICE_COMPLETION=/usr/share/bash-completion/completions/psplice \
+		sh "$top/tests/t_cli_completion.sh" "$tmp"
+fi
+
+# Purged, nothing of them is left but directories other packages own.
+installed=false
+ok "dpkg --purge fails" purge
+for p in $pkgs; do
+	ok "$p is still known to dpkg after purge" \
+		sh -c '! dpkg-query -W -f="\${db:Status-Status}" "$1" 2>/dev/null | grep -qv not-installed' - "$p"
+	while read -r f; do
+		[ "$f" = /. ] && continue
+		[ -d "$f" ] && [ ! -L "$f" ] && dpkg-query -S "$f" >/dev/null 2>&1 && continue
+		ok "$f left behind by the purge of $p" test ! -e "$f" -a ! -L "$f"
+	done <"$tmp/$p.files"
+done
+ok "ldconfig still knows libpsplice.so.0 after purge" \
+	sh -c '! ldconfig -p | grep -q "libpsplice\.so\.0 "'
+
+if [ "$failed" -eq 0 ]; then
+	echo "deb-check: OK: $checks checks: installed$(for p in $pkgs; do printf ' %s' "$p"; done)" \
+		"with dpkg, a C program built via pkg-config runs, psplice --version, man pages and" \
+		"completion found, purged clean"
+else
+	echo "deb-check: FAILED $failed of $checks checks"
+	exit 1
+fi

@@ -1,0 +1,147 @@
+#!/bin/sh
+# Bash completion (completion/psplice, or $PSPLICE_COMPLETION: an installed
+# copy): every subcommand of tools/psplice.c and every option of each option
+# table in tools/cmd_*.c is offered, and nothing else; enumerated values,
+# files, directories and unix: paths are completed. The completion function
+# is driven as readline would: COMP_WORDS split at blanks and at '=' and ':'
+# (the default COMP_WORDBREAKS), COMP_LINE, COMP_POINT, COMP_CWORD.
+[ -z "${BASH_VERSION:-}" ] && command -v bash >/dev/null && exec bash "$0" "$@"
+[ -n "${BASH_VERSION:-}" ] || { echo "SKIP: bash is not installed"; exit 77; }
+set -u
+top=$(cd "$(dirname "$0")/.." && pwd)
+comp=${PSPLICE_COMPLETION:-$top/completion/psplice}
+lib=/usr/share/bash-completion/bash_completion
+[ -r "$lib" ] || { echo "SKIP: bash-completion is not installed ($lib)"; exit 77; }
+d=$(mktemp -d "${1:-/tmp}/t_cli_completion.XXXXXX") && d=$(cd "$d" && pwd) || exit 1
+trap 'rm -rf "$d"' EXIT
+
+fail() { echo "t_cli_completion: line $1: $2" >&2; exit 1; }
+
+. "$lib" || fail $LINENO "cannot source $lib"
+. "$comp" || fail $LINENO "cannot source $comp"
+[ "$(complete -p psplice 2>/dev/null)" = "complete -F _psplice psplice" ] ||
+	fail $LINENO "$comp does not register _psplice for psplice"
+
+# compopt only works under readline; remember what the function asked for.
+compopt() { copts="$copts $*"; }
+
+# complete LINE: complete the end of LINE; the replies, sorted, one a line,
+# are in $got, compopt's options in $copts.
+complete_line() {
+	local line=$1 w="" c i
+	COMP_WORDS=()
+	for ((i = 0; i < ${#line}; i++)); do
+		c=${line:i:1}
+		case $c in
+		' ') [ -n "$w" ] && COMP_WORDS+=("$w"); w= ;;
+		[=:])
+			# A run of break characters is a word of its own.
+			if [[ -n $w && $w != *[!=:]* ]]; then w+=$c; else
+				[ -n "$w" ] && COMP_WORDS+=("$w")
+				w=$c
+			fi
+			;;
+		*)
+			[[ -n $w && $w != *[!=:]* ]] && { COMP_WORDS+=("$w"); w=; }
+			w+=$c
+			;;
+		esac
+	done
+	COMP_WORDS+=("$w")
+	COMP_CWORD=$((${#COMP_WORDS[@]} - 1))
+	COMP_LINE=$line COMP_POINT=${#line}
+	COMPREPLY=() copts=
+	_psplice psplice "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD - 1]:-}"
+	got=$(printf '%s\n' "${COMPREPLY[@]}" | sed '/^$/d' | sort)
+}
+# want LINENO LINE WORD...: completing LINE offers exactly these words.
+want() {
+	local l=$1 line=$2 exp
+	shift 2
+	complete_line "$line"
+	exp=$(printf '%s\n' "$@" | sed '/^$/d' | sort)
+	[ "$got" = "$exp" ] ||
+		fail "$l" "'$line<TAB>': want [$(echo $exp)], got [$(echo $got)]"
+}
+# has LINENO LINE WORD: completing LINE offers WORD among others.
+has() {
+	complete_line "$2"
+	grep -qxF -- "$3" <<<"$got" || fail "$1" "'$2<TAB>': no '$3' in [$(echo $got)]"
+}
+
+# The subcommands: the command table of tools/psplice.c.
+cmds=$(sed -n 's/^[[:space:]]*&cli_cmd_\([a-z]*\),.*/\1/p' "$top/tools/psplice.c")
+[ -n "$cmds" ] || fail $LINENO "no command found in tools/psplice.c"
+want $LINENO "psplice " $cmds --help --version
+want $LINENO "psplice c" $(grep '^c' <<<"$cmds")
+want $LINENO "psplice --v" --version
+want $LINENO "psplice --version "
+want $LINENO "psplice nosuch -"
+
+# Each subcommand's options: its longopts table (required_argument as
+# --NAME=, optional_argument as both --NAME and --NAME=) and the short
+# options of its getopt_long string, with --help and --version.
+for cmd in $cmds; do
+	src=$top/tools/cmd_$cmd.c
+	[ -r "$src" ] || fail $LINENO "no $src for command $cmd"
+	long=$(sed -n 's/^[[:space:]]*{ "\([a-z-]*\)", \([a-z_]*\),.*/\1 \2/p' "$src" |
+		while read -r o kind; do
+			case $kind in
+			no_argument) echo "--$o" ;;
+			required_argument) echo "--$o=" ;;
+			optional_argument) echo "--$o"; echo "--$o=" ;;
+			esac
+		done)
+	short=$(sed -n 's/.*getopt_long(argc, argv, "\([^"]*\)".*/\1/p' "$src" |
+		tr -d : | sed 's/./-&\n/g')
+	[ -n "$long" ] || fail $LINENO "no option table found in $src"
+	want $LINENO "psplice $cmd -" $long $short --help --version
+	want $LINENO "psplice $cmd --" $long --help --version
+done
+
+# Enumerated values, after = or a blank.
+want $LINENO "psplice cp --sync=" none data full
+want $LINENO "psplice cp --sync d" data
+want $LINENO "psplice cp -v --reflink=" auto always never
+want $LINENO "psplice cp --reflink=n" never
+want $LINENO "psplice relay --copy=" splice readwrite
+want $LINENO "psplice relay -j 2 --copy r" readwrite
+groups=$(sed -n 's/^[[:space:]]*{ "\([a-z-]*\)", bench_.*/\1/p' "$top/tools/cmd_bench.c")
+[ -n "$groups" ] || fail $LINENO "no group table found in tools/cmd_bench.c"
+want $LINENO "psplice bench --only " $groups
+want $LINENO "psplice bench --only=cat,p" cat,per-call
+want $LINENO "psplice bench --quick --only=mechanism,cp,s" mechanism,cp,scaling
+# Numbers and sizes have nothing to offer.
+want $LINENO "psplice cat --offset "
+want $LINENO "psplice cat --length=1"
+want $LINENO "psplice sync -r "
+want $LINENO "psplice relay --idle-timeout="
+want $LINENO "psplice bench --secs "
+# An option that takes a value does not get a space after it.
+complete_line "psplice cp --sy"
+[ "$got" = "--sync=" ] && [[ $copts == *nospace* ]] ||
+	fail $LINENO "--sy: want --sync= without a space, got [$got], compopt [$copts]"
+
+# Files, directories and addresses.
+mkdir "$d/sub" "$d/sub2" && : >"$d/a.txt" && : >"$d/ab.img" && : >"$d/-dash" &&
+	: >"$d/sub/in" || exit 1
+want $LINENO "psplice cat $d/a" "$d/a.txt" "$d/ab.img"
+want $LINENO "psplice cat -v --offset 4K $d/ab" "$d/ab.img"
+want $LINENO "psplice cp -r $d/s" "$d/sub" "$d/sub2"
+want $LINENO "psplice cp $d/a.txt $d/sub/" "$d/sub/in"
+want $LINENO "psplice cp --reflink $d/ab" "$d/ab.img"
+want $LINENO "psplice sync --data $d/a." "$d/a.txt"
+want $LINENO "psplice bench --dir $d/" "$d/sub" "$d/sub2"
+want $LINENO "psplice bench --out=$d/su" "$d/sub" "$d/sub2"
+want $LINENO "psplice bench "
+# After --, a word that starts with - is a file.
+(cd "$d" && want $LINENO "psplice cat -- -" -dash) || exit 1
+want $LINENO "psplice cat --to unix:$d/a" "$d/a.txt" "$d/ab.img"
+want $LINENO "psplice relay unix:$d/sub/" "$d/sub/in"
+want $LINENO "psplice cat --to=unix:$d/ab" "$d/ab.img"
+has $LINENO "psplice relay -- u" unix:
+want $LINENO "psplice relay -v 127.0.0.1:8080 unix:$d/ab" "$d/ab.img"
+has $LINENO "psplice relay u" unix:
+has $LINENO "psplice cat --to=" unix:
+want $LINENO "psplice relay 127.0.0.1:80"
+exit 0
