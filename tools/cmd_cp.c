@@ -280,7 +280,7 @@ static int copy_extents(int in, int out, unsigned int flags, struct psplice_wb *
 {
 	struct psplice_result r;
 	int64_t off_in, off_out;
-	off_t data = 0, hole;
+	off_t data = 0, hole, end = -1;
 	uint64_t len;
 	struct stat st;
 
@@ -310,17 +310,23 @@ static int copy_extents(int in, int out, unsigned int flags, struct psplice_wb *
 				c->side = PSPLICE_SIDE_OUT;
 				return -1;
 			}
-			/* The source shrank while it was copied. */
-			if (r.out_bytes < len)
+			/* The source ended early: it shrank while it was
+			 * copied, or its size never said its length (a sysfs
+			 * file says 4096 for 23 bytes, and no block). It ends
+			 * where reading it ended, not at a size it claims. */
+			if (r.out_bytes < len) {
+				end = data + (off_t)r.out_bytes;
 				goto size;
+			}
 			data += (off_t)len;
 		}
 	}
 size:
-	/* The size SOURCE has now, in case it changed during the copy. */
-	if (fstat(in, &st) < 0)
+	/* Past its last data, the size SOURCE has now, in case it changed
+	 * during the copy: a hole at the end is kept. */
+	if (end < 0 && fstat(in, &st) < 0)
 		goto in_error;
-	if (ftruncate(out, st.st_size) < 0) {
+	if (ftruncate(out, end < 0 ? st.st_size : end) < 0) {
 		c->error = errno;
 		c->side = PSPLICE_SIDE_OUT;
 		return -1;
