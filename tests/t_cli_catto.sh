@@ -56,6 +56,33 @@ if python3 -c 'import socket; socket.socket(socket.AF_INET6).bind(("::1", 0))' 2
 	send_and_check 6 ::1 --offset 100 --length 1000 "$t/f"
 	tail -c +101 "$t/f" | head -c 1000 | cmp -s "$t/got" - || fail "ipv6 range: wrong bytes"
 fi
+# A peer that takes a little and resets (or closes): an error, exit 1, not
+# death by SIGPIPE (141) with nothing said.
+for how in reset close; do
+	rm -f "$t/addr"
+	python3 - "$t/addr" "$how" <<'PY' &
+import os, socket, struct, sys
+addrfile, how = sys.argv[1:3]
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(1); s.settimeout(30)
+open(addrfile + ".tmp", "w").write("127.0.0.1:%d" % s.getsockname()[1])
+os.rename(addrfile + ".tmp", addrfile)
+c, _ = s.accept(); c.settimeout(30)
+c.recv(1000)
+if how == "reset":
+    c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+c.close()
+PY
+	pid=$!
+	i=0
+	while [ ! -s "$t/addr" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+	addr=$(cat "$t/addr")
+	"$bin" cat --to "$addr" "$t/f" "$t/f" "$t/f" 2> "$t/err"; rc=$?
+	wait $pid; pid=
+	[ $rc -eq 1 ] || fail "peer $how: exit $rc, want 1 ($(cat "$t/err"))"
+	[ "$(cat "$t/err")" = "psplice: error writing '$addr': the peer closed or reset the connection" ] ||
+		fail "peer $how: '$(cat "$t/err")'"
+done
+
 # Refused, malformed: messages and exit 1, nothing written anywhere.
 out=$("$bin" cat --to "unix:$t/none" "$t/f" 2>&1) && fail "refused address accepted"
 [ "$out" = "psplice: cannot connect to 'unix:$t/none': No such file or directory" ] ||

@@ -59,6 +59,14 @@ static int failed(const char *name, int fd, const struct cli_copy *c)
 		cli_error(0, "%s: input file is output file", cli_quote(name));
 		return CAT_NEXT;
 	}
+	/* A --to peer that closed or reset is no reader of ours that went
+	 * away (cat's SIGPIPE): it is an error of the connection, said as
+	 * socat says it. The engine tells a reset as EPIPE. */
+	if (out_fd != STDOUT_FILENO && c->side == PSPLICE_SIDE_OUT && c->error == EPIPE) {
+		cli_error(0, "error writing %s: the peer closed or reset the connection",
+			  cli_quote(out_name));
+		return CAT_STOP;
+	}
 	cli_copy_error(name, out_name, c);
 	return c->side == PSPLICE_SIDE_IN ? CAT_NEXT : CAT_STOP;
 }
