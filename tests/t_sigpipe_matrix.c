@@ -80,20 +80,30 @@ static void only_fd(int fd)
 			close(i);
 }
 
-/* A process that takes keep bytes of stream 7 from fd, checks them, and
- * leaves (closing fd). */
-static pid_t reader(int fd, uint64_t keep)
+/* Fork a helper that uses fd alone, with SIGPIPE as given; 0 in it. */
+static pid_t helper(int fd, void (*on_pipe)(int))
 {
-	static unsigned char buf[65536];
 	pid_t pid = fork();
-	uint64_t got = 0;
-	ssize_t n;
 
 	T_OK(pid);
 	if (pid)
 		return pid;
 	only_fd(fd);
-	signal(SIGPIPE, SIG_DFL);
+	signal(SIGPIPE, on_pipe);
+	return 0;
+}
+
+/* A process that takes keep bytes of stream 7 from fd, checks them, and
+ * leaves (closing fd). */
+static pid_t reader(int fd, uint64_t keep)
+{
+	static unsigned char buf[65536];
+	pid_t pid = helper(fd, SIG_DFL);
+	uint64_t got = 0;
+	ssize_t n;
+
+	if (pid)
+		return pid;
 	t_set_nonblock(fd, false);
 	while (got < keep) {
 		n = read(fd, buf, keep - got < sizeof(buf) ? keep - got : sizeof(buf));
@@ -110,15 +120,12 @@ static pid_t reader(int fd, uint64_t keep)
 static pid_t feeder(int fd)
 {
 	static unsigned char buf[65536];
-	pid_t pid = fork();
+	pid_t pid = helper(fd, SIG_IGN);
 	uint64_t off = 0;
 	ssize_t n;
 
-	T_OK(pid);
 	if (pid)
 		return pid;
-	only_fd(fd);
-	signal(SIGPIPE, SIG_IGN);
 	for (;;) {
 		t_gen(7, off, buf, sizeof(buf));
 		for (size_t done = 0; done < sizeof(buf); done += (size_t)n) {
