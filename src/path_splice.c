@@ -37,8 +37,7 @@ int ps__path_splice(struct ps_xfer *x)
 		ps__fail(x, (int)-n, side_of(x, (int)-n));
 		return 0;
 	}
-	if (n == 0 && x->in->kind != PS_K_PIPE && !ps__at_eof(x) &&
-	    x->in->seekable)
+	if (n == 0 && x->in->seekable && !ps__at_eof(x))
 		return ps__next(x, 0);
 	ps__moved(x, (uint64_t)n, (uint64_t)n, PSPLICE_METHOD_SPLICE);
 	ps__advance(x->off_in, (uint64_t)n);

@@ -17,6 +17,7 @@
 struct ps_tls {
 	struct ps_pipe pipe;
 	bool have_pipe, pipe_busy;
+	bool pipe_forked;  /* in a child, a pipe in use at fork(): drop it */
 	unsigned char *buf, *park;
 	size_t park_cap;
 	struct psplice_result last;
@@ -46,11 +47,17 @@ static void tls_free(void *p)
  * not there.) */
 static void tls_forked(void)
 {
-	if (tls && tls->have_pipe) {
-		close(tls->pipe.r);
-		close(tls->pipe.w);
-		tls->have_pipe = false;
+	if (!tls || !tls->have_pipe)
+		return;
+	/* fork() from a signal handler that interrupted a move: the move
+	 * still holds the pipe, and drops it when done. */
+	if (tls->pipe_busy) {
+		tls->pipe_forked = true;
+		return;
 	}
+	close(tls->pipe.r);
+	close(tls->pipe.w);
+	tls->have_pipe = false;
 }
 
 static void tls_key_init(void)
@@ -128,7 +135,8 @@ void ps__pipe_put(struct ps_pipe *p, bool dirty)
 	struct ps_tls *t = tls_get();
 
 	t->pipe_busy = false;
-	if (dirty && t->have_pipe && p == &t->pipe) {
+	if ((dirty || t->pipe_forked) && t->have_pipe && p == &t->pipe) {
+		t->pipe_forked = false;
 		close(p->r);
 		close(p->w);
 		t->have_pipe = false;

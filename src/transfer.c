@@ -39,6 +39,7 @@ struct psplice_pair {
 	                        a failed move still takes back one a blocked
 	                        mask would keep */
 	bool sized;          /* a move needs the input's size of now */
+	bool short_raises;   /* a short move may have raised SIGPIPE */
 };
 
 struct call {
@@ -47,6 +48,9 @@ struct call {
 	const struct plan *plan;
 	uint64_t want;             /* the bytes asked for: a move that stops
 	                              short may have raised SIGPIPE */
+	bool short_raises;         /* it may, into this output */
+	int64_t pos_in, pos_out;   /* a copy to end of input: the file
+	                              positions it began at, or -1 */
 	sigset_t old_mask;
 	bool guard, masked, pipe_pending; /* SIGPIPE pending before the call */
 };
@@ -208,6 +212,8 @@ static int pair_init(struct psplice_pair *p, int fd_in, int fd_out,
 	raises = p->out.kind == PS_K_PIPE || ps_is_socket(p->out.kind);
 	p->guard = raises && !(flags & PSPLICE_F_SIGPIPE_IGNORED);
 	p->reap = raises && !p->guard;
+	p->short_raises = ps_is_socket(p->out.kind) ||
+			  (p->out.kind == PS_K_PIPE && p->in.kind == PS_K_PIPE);
 	p->sized = false; /* the sizes were just read */
 	return 0;
 }
@@ -242,6 +248,7 @@ static int begin(struct call *c, const struct psplice_pair *p, int64_t *off_in,
 				 .res = res };
 	c->plan = &p->plan;
 	c->want = len;
+	c->short_raises = p->short_raises;
 	c->guard = p->guard;
 	if (overlaps(c, len))
 		return fail_early(res, EINVAL, PSPLICE_SIDE_NONE);
@@ -279,10 +286,13 @@ static void unguard_sigpipe(struct call *c)
 	/* A SIGPIPE pending before the call is the caller's. One the call
 	 * raised is taken back even when the caller blocks SIGPIPE: it would
 	 * be delivered the moment the caller unblocks it. A call that failed
-	 * may have raised one, and so may one that stopped short: sendfile and
-	 * splice return the bytes they moved before the peer left, with the
-	 * signal already sent. */
-	if ((c->x.res->error || c->x.res->out_bytes < c->want) && !c->pipe_pending)
+	 * may have raised one, and so may one that stopped short into a socket
+	 * or from pipe to pipe: sendfile and splice return the bytes they
+	 * moved before the reader left, with the signal already sent. Into a
+	 * pipe from anything else, the kernel raises it only when it moved
+	 * nothing, and the call failed. */
+	if ((c->x.res->error || (c->short_raises && c->x.res->out_bytes < c->want)) &&
+	    !c->pipe_pending)
 		while (sigtimedwait(&set, NULL, &zero) == SIGPIPE)
 			;
 	pthread_sigmask(SIG_SETMASK, &c->old_mask, NULL);
@@ -452,19 +462,27 @@ ssize_t psplice(int fd_in, int64_t *off_in, int fd_out, int64_t *off_out,
  * take nothing more. */
 static uint64_t copy_room(const struct call *c, uint64_t left, bool *end)
 {
-	const int64_t *oi = c->x.off_in, *oo = c->x.off_out;
+	int64_t oi = c->x.off_in ? *c->x.off_in : c->pos_in;
+	int64_t oo = c->x.off_out ? *c->x.off_out : c->pos_out;
+	uint64_t done = c->x.res->out_bytes;
 
 	*end = false;
-	if (oi && left > (uint64_t)(INT64_MAX - *oi))
-		left = (uint64_t)(INT64_MAX - *oi);
+	/* A file position moved by the bytes delivered so far (a seekable
+	 * input gives back what it took and did not deliver). */
+	if (!c->x.off_in && oi >= 0)
+		oi += (int64_t)done;
+	if (!c->x.off_out && oo >= 0)
+		oo += (int64_t)done;
+	if (oi >= 0 && left > (uint64_t)(INT64_MAX - oi))
+		left = (uint64_t)(INT64_MAX - oi);
 	if (!left) {
 		*end = true;
 		return 0;
 	}
-	if (oo && left > (uint64_t)(INT64_MAX - *oo))
-		left = (uint64_t)(INT64_MAX - *oo);
+	if (oo >= 0 && left > (uint64_t)(INT64_MAX - oo))
+		left = (uint64_t)(INT64_MAX - oo);
 	/* An output at the limit stops the copy only if the input has more. */
-	if (!left && c->x.in->seekable && ps__at_eof(&c->x))
+	if (!left && ps__input_ended(&c->x))
 		*end = true;
 	return left;
 }
@@ -485,6 +503,13 @@ int psplice_copy(int fd_in, int64_t *off_in, int fd_out, int64_t *off_out,
 	    begin(&c, &p, off_in, off_out, len, flags & CALL_FLAGS, &r) < 0)
 		goto out;
 	len = self_copy_len(&c, len);
+	/* Only a copy to end of input can reach INT64_MAX (a length is checked
+	 * against the offsets): it measures the file positions once. */
+	c.pos_in = c.pos_out = -1;
+	if (len == PSPLICE_TO_EOF && !off_in && p.in.seekable)
+		c.pos_in = ps_lseek(fd_in, 0, SEEK_CUR);
+	if (len == PSPLICE_TO_EOF && !off_out && p.out.seekable && !p.out.append)
+		c.pos_out = ps_lseek(fd_out, 0, SEEK_CUR);
 	c.x.retry_eintr = true;
 	guard_sigpipe(&c);
 	while (r.out_bytes < len || len == PSPLICE_TO_EOF) {
@@ -508,6 +533,8 @@ int psplice_copy(int fd_in, int64_t *off_in, int fd_out, int64_t *off_out,
 			break;
 	}
 	unguard_sigpipe(&c);
+	if (p.reap && r.error == EPIPE)
+		reap_sigpipe();
 out:
 	publish(&r, res);
 	if (r.error) {

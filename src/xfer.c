@@ -57,19 +57,37 @@ static int64_t in_pos(const struct ps_xfer *x)
  * copy_file_range and sendfile return 0 both at end of file and on procfs,
  * sysfs and other files whose st_size says nothing of their content (0, or
  * 4096 for 23 bytes), and refuse offsets past the filesystem's largest
- * file (EOVERFLOW) where pread(2) answers 0. Past the size is the end; short
- * of it, a one-byte pread tells: an empty file is at its end whichever path
- * is asked, a /proc file is not. */
-bool ps__at_eof(const struct ps_xfer *x)
+ * file (EOVERFLOW) where pread(2) answers 0. Past the size is the end.
+ * Short of it, "no" lets a later path read, and read/write meets the end
+ * (or the content) itself. Only where no such path follows (NOFALLBACK, a
+ * forced path) does a one-byte pread tell: an empty file is at its end, a
+ * /proc file is not. A read may consume (a tracing pipe) or wait, so it is
+ * asked only then. */
+static bool at_eof(const struct ps_xfer *x, bool may_read)
 {
-	int64_t pos = in_pos(x), size = ps__size(x->in);
+	int64_t pos, size;
 	unsigned char b;
 
+	if (!x->in->seekable)
+		return false;
+	pos = in_pos(x);
+	size = ps__size(x->in);
 	if (pos < 0)
 		return false;
 	if (size > 0 && pos >= size)
 		return true;
-	return ps_pread(x->in->fd, &b, 1, pos) == 0;
+	return may_read && ps_pread(x->in->fd, &b, 1, pos) == 0;
+}
+
+bool ps__at_eof(const struct ps_xfer *x)
+{
+	return at_eof(x, x->flags & (PSPLICE_F_NOFALLBACK | PSPLICE_F_ONLY_MASK));
+}
+
+/* The same, for a caller with no path left to ask: read if need be. */
+bool ps__input_ended(const struct ps_xfer *x)
+{
+	return at_eof(x, true);
 }
 
 /* Which side a two-sided call (copy_file_range, sendfile) failed on. Errors

@@ -201,15 +201,19 @@ static void odd_size(void)
 #define GROW_TO (32u << 20)
 
 static volatile int grown_done;
+static size_t grow_by; /* a block multiple, or not */
 
 static void *grow(void *arg)
 {
 	static unsigned char buf[GROW_CHUNK];
 	int fd = *(int *)arg;
 
-	for (uint64_t off = GROW_CHUNK; off < GROW_TO; off += GROW_CHUNK) {
-		t_gen(23, off, buf, sizeof(buf));
-		if (pwrite(fd, buf, sizeof(buf), (off_t)off) != (ssize_t)sizeof(buf))
+	/* Small steps: a shorter file, or the rounds would take long. */
+	uint64_t to = grow_by == GROW_CHUNK ? GROW_TO : GROW_TO / 16;
+
+	for (uint64_t off = GROW_CHUNK; off < to; off += grow_by) {
+		t_gen(23, off, buf, grow_by);
+		if (pwrite(fd, buf, grow_by, (off_t)off) != (ssize_t)grow_by)
 			break;
 		usleep(20);
 	}
@@ -226,7 +230,8 @@ static void growing(void)
 	struct stat st;
 	int64_t oo = 0;
 
-	for (int round = 0; round < 3; round++) {
+	for (int round = 0; round < 4; round++) {
+		grow_by = round % 2 ? 1000 : GROW_CHUNK;
 		in = t_make_file(a, GROW_CHUNK, 23);
 		out = create(b);
 		grown_done = 0;

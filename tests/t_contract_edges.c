@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "t.h"
@@ -196,7 +197,7 @@ static void method_none(int small)
 }
 
 /* To end of input with the output offset near INT64_MAX. */
-static void out_near_max(const char *tmp, int empty, int small)
+static void out_near_max(const char *tmp, int empty, int small, int tmp_in)
 {
 	char path[4200];
 	struct psplice_result r;
@@ -227,6 +228,18 @@ static void out_near_max(const char *tmp, int empty, int small)
 	T_RESULT(r, 0, PSPLICE_SIDE_NONE, 5, 5);
 	T_EQ(oo, INT64_MAX - 5);
 	T_ASSERT(t_check_fd(out, INT64_MAX - 10, 5, 11, 95));
+	/* The same through the file positions. */
+	T_EQ(lseek(small, 0, SEEK_SET), 0);
+	T_EQ(lseek(out, INT64_MAX - 10, SEEK_SET), INT64_MAX - 10);
+	T_EQ(psplice_copy(small, NULL, out, NULL, PSPLICE_TO_EOF, 0, &r), -1);
+	T_RESULT(r, EFBIG, PSPLICE_SIDE_OUT, 10, 10);
+	T_EQ(t_pos(out), INT64_MAX);
+	T_EQ(t_pos(small), 10);
+	T_EQ(lseek(out, 0, SEEK_SET), 0);
+	T_EQ(lseek(tmp_in, INT64_MAX - 10, SEEK_SET), INT64_MAX - 10);
+	T_EQ(psplice_copy(tmp_in, NULL, out, NULL, PSPLICE_TO_EOF, 0, &r), 0);
+	END(r);
+	T_EQ(t_pos(tmp_in), INT64_MAX - 10);
 	/* An input offset at the limit is the end of input. */
 	oo = 0;
 	int64_t oi = INT64_MAX;
@@ -236,9 +249,9 @@ static void out_near_max(const char *tmp, int empty, int small)
 	unlink(path);
 }
 
-/* sendfile's EAGAIN from a file into a full socket whose reader drains it
- * meanwhile: the poll that tells the side may see room by then, and the
- * answer must still be the output. */
+/* EAGAIN from a file into a full pipe whose reader drains it meanwhile: the
+ * poll that tells the side may see room by then, and the answer must still
+ * be the output (a file never makes a call wait). Into a socket too. */
 static volatile int draining;
 
 static void *drainer(void *arg)
@@ -253,22 +266,21 @@ static void *drainer(void *arg)
 	return NULL;
 }
 
-static void eagain_side(int big)
+static void eagain_side_into(int big, int u[2])
 {
 	struct psplice_result r;
 	pthread_t th;
-	int u[2], eagains = 0;
+	int eagains = 0;
 	int64_t off = 0;
 
-	t_unix_pair(u);
 	t_set_nonblock(u[0], true);
 	t_set_nonblock(u[1], true);
 	draining = 1;
-	T_EQ(pthread_create(&th, NULL, drainer, &u[1]), 0);
+	T_EQ(pthread_create(&th, NULL, drainer, &u[0]), 0);
 	for (int i = 0; i < 20000 && eagains < 2000; i++) {
 		if (off >= (1 << 20))
 			off = 0;
-		psplice_ex(big, &off, u[0], NULL, 65536, PSPLICE_F_NONBLOCK, &r);
+		psplice_ex(big, &off, u[1], NULL, 65536, PSPLICE_F_NONBLOCK, &r);
 		if (r.error == EAGAIN) {
 			eagains++;
 			T_EQ(r.side, PSPLICE_SIDE_OUT);
@@ -276,7 +288,18 @@ static void eagain_side(int big)
 	}
 	draining = 0;
 	pthread_join(th, NULL);
+	T_ASSERT(eagains > 0);
 	t_close_pair(u);
+}
+
+static void eagain_side(int big)
+{
+	int u[2];
+
+	t_pipe(u);
+	eagain_side_into(big, u);
+	t_unix_pair(u);
+	eagain_side_into(big, u);
 }
 
 /* Used before fork(), the library must not let the two processes share
@@ -382,6 +405,7 @@ static void eintr_parks(void)
 	int in[2], out[2], small = 4096, parks = 0;
 	uint64_t fed = 256u << 10, got = 0;
 	pid_t check, feed;
+	time_t deadline;
 
 	T_OK(sigaction(SIGALRM, &sa, NULL));
 	t_unix_pair(in);
@@ -417,7 +441,10 @@ static void eintr_parks(void)
 	}
 	close(out[1]);
 	T_OK(setitimer(ITIMER_REAL, &it, NULL));
+	/* The interval timer took alarm()'s place: bound the loop by time. */
+	deadline = time(NULL) + 60;
 	while (got < fed) {
+		T_ASSERT(time(NULL) < deadline);
 		ssize_t n = psplice_ex(in[0], NULL, out[0], NULL, 65536, 0, &r);
 
 		if (n > 0) {
@@ -443,6 +470,8 @@ static void eintr_parks(void)
 	}
 	memset(&it, 0, sizeof(it));
 	setitimer(ITIMER_REAL, &it, NULL);
+	signal(SIGALRM, SIG_DFL);
+	alarm(60);
 	close(out[0]);
 	close(in[0]);
 	T_ASSERT(t_wait(check));
@@ -472,7 +501,7 @@ int main(int argc, char **argv)
 	nofallback_at_end(empty, small, tmp_empty);
 	proc_not_end();
 	method_none(small);
-	out_near_max(tmp, empty, small);
+	out_near_max(tmp, empty, small, tmp_empty);
 	eagain_side(big);
 	after_fork();
 	tty_past_2g();

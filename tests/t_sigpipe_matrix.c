@@ -300,6 +300,26 @@ static void one_case(void *arg)
 	T_EQ(sigpipe_pending(), tc->disp == D_PENDING);
 }
 
+static void flagged_blocked(void *arg)
+{
+	const struct tcase *tc = arg;
+	struct psplice_result r;
+	int64_t off = 0;
+	int p[2];
+
+	set_disp(D_IGN_BLOCKED);
+	t_pipe(p);
+	close(p[0]);
+	T_EQ(psplice_copy(tc->src, &off, p[1], NULL, PSPLICE_TO_EOF,
+			  PSPLICE_F_SIGPIPE_IGNORED, &r), -1);
+	T_RESULT(r, EPIPE, PSPLICE_SIDE_OUT, 0, 0);
+	T_ASSERT(!sigpipe_pending());
+	T_ERRNO(psplice_ex(tc->src, &off, p[1], NULL, 4096, PSPLICE_F_SIGPIPE_IGNORED, &r),
+		EPIPE);
+	T_ASSERT(!sigpipe_pending());
+	close(p[1]);
+}
+
 int main(int argc, char **argv)
 {
 	static const uint64_t keeps[] = { 0, 1, 65536 + 7 };
@@ -326,6 +346,9 @@ int main(int argc, char **argv)
 			fails++;
 		}
 	}
+	/* Flagged and blocked against the promise: a copy that fails with
+	 * EPIPE still takes back the SIGPIPE it raised, as a move does. */
+	T_EQ(t_child(flagged_blocked, &tc), T_PASS);
 	/* The promise is checked where it is made. */
 	signal(SIGPIPE, SIG_DFL);
 	T_ASSERT(psplice_pair_new(tc.src, 1, PSPLICE_F_SIGPIPE_IGNORED) == NULL);
