@@ -1,11 +1,12 @@
 /* FICLONERANGE: the output shares the input's extents (btrfs, XFS with
  * reflink, bcachefs…). Offsets and length must be block aligned, except a
  * range that ends at the input's end of file. FICLONERANGE says 0 or an
- * error, never how much it shared: with length 0 ("to end of file") the
- * output's new end tells, and with a given length the kernel shares all of
- * it or refuses (EINVAL), where a refused range may be shared in part; the
- * next path then copies the range again from the input as it is. */
+ * error, never how much it shared, so the length is always given (never 0,
+ * "to the end wherever it is by then"): the kernel shares all of it or
+ * refuses (EINVAL). A refused range may have been shared in part; the next
+ * path then copies it again from the input as it is. */
 #include <errno.h>
+#include <sys/stat.h>
 
 #include "internal.h"
 #include "sys.h"
@@ -15,53 +16,54 @@ static int64_t pos_of(int fd, const int64_t *off)
 	return off ? *off : ps_lseek(fd, 0, SEEK_CUR);
 }
 
-#define CLONE_TRIES 8
-
 static bool not_here(int r)
 {
 	return r == -EOPNOTSUPP || r == -EXDEV || r == -EINVAL || r == -ENOTTY ||
 	       r == -ENOSYS || r == -EPERM || r == -EBADF || r == -ETXTBSY;
 }
 
-/* A clone to the input's end of file, into an output that ends at or
- * before so: length 0 asks the kernel for "to the end", wherever a writer
- * has moved it by then, and the output then ends exactly where the shared
- * range does, which tells its length. */
-static int64_t clone_to_end(const struct ps_xfer *x, int64_t si, int64_t so)
+/* The input's size and block size now. */
+static int64_t size_now(int fd, int64_t *blk)
 {
-	int64_t end;
-	int r = ps_clone_range(x->in->fd, (uint64_t)si, x->out->fd, (uint64_t)so, 0);
+	struct stat st;
 
-	if (r < 0)
-		return r;
-	end = ps__size_now(x->out->fd, x->out->kind);
-	return end < so ? -EIO : end - so;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	*blk = st.st_blksize > 0 ? st.st_blksize : 4096;
+	return st.st_size;
 }
 
-/* A given range, which must be aligned unless it ends at the input's end.
- * If the input's end moves meanwhile, the kernel refuses a range that no
- * longer ends there (EINVAL): again to the end it has now, a few times. */
+/* Shares [si, si + n) where n is what len allows up to the end: the kernel
+ * shares a given range whole or refuses it (EINVAL), so the count is exact.
+ * A range that ends at the end of file need not be aligned, and a writer
+ * that appends meanwhile makes it refused: once more to the end the input
+ * has now, then only the block-aligned part inside the file, which no
+ * append can move. 0: the input ended at si. */
 static int64_t clone_range(const struct ps_xfer *x, int64_t si, int64_t so, int64_t size)
 {
-	int64_t now;
-	uint64_t n;
+	int64_t now, blk = 4096, n;
 	int r;
 
 	for (int tries = 0;; tries++) {
-		n = (uint64_t)(size - si);
-		if (x->len < n)
-			n = x->len;
-		r = ps_clone_range(x->in->fd, (uint64_t)si, x->out->fd, (uint64_t)so, n);
+		n = size - si;
+		if (x->len < (uint64_t)n)
+			n = (int64_t)x->len;
+		r = ps_clone_range(x->in->fd, (uint64_t)si, x->out->fd, (uint64_t)so,
+				   (uint64_t)n);
 		if (r == 0)
-			return (int64_t)n;
-		if (r != -EINVAL || tries == CLONE_TRIES)
+			return n;
+		if (r != -EINVAL || tries == 2)
 			return r;
-		now = ps__size_now(x->in->fd, x->in->kind);
-		if (now == size)
+		now = size_now(x->in->fd, &blk);
+		if (now < 0 || now == size)
 			return r;
-		size = now;
-		if (size <= si)
+		if (now <= si)
 			return 0;
+		size = now;
+		if (tries == 1) /* the aligned part, not the moving end */
+			size = si + ((size - si) / blk) * blk;
+		if (size <= si)
+			return r;
 	}
 }
 
@@ -74,10 +76,9 @@ int ps__path_clone(struct ps_xfer *x)
 		return ps__next(x, EOPNOTSUPP);
 	si = pos_of(x->in->fd, x->off_in);
 	so = pos_of(x->out->fd, x->off_out);
-	/* The size when the call began. A clone to the end shares up to the
-	 * end as it is when the clone runs, and a copy then ends there: the
-	 * rest of a file that grew would start at an unaligned offset, where
-	 * nothing can be shared. */
+	/* The size when the call began: a copy ends once it has shared that
+	 * far (a clone refused because a writer moved the end may share a
+	 * little past it), rather than chase a writer's appends. */
 	size = ps__size(x->in);
 	if (si < 0 || so < 0)
 		return ps__next(x, EOPNOTSUPP);
@@ -86,11 +87,7 @@ int ps__path_clone(struct ps_xfer *x)
 		return 0;
 	if (size <= 0)
 		return ps__next(x, EOPNOTSUPP);
-	if (x->len >= (uint64_t)(size - si) &&
-	    ps__size_now(x->out->fd, x->out->kind) <= so)
-		n = clone_to_end(x, si, so);
-	else
-		n = clone_range(x, si, so, size);
+	n = clone_range(x, si, so, size);
 	if (n < 0) {
 		if (not_here((int)n))
 			return ps__next(x, (int)-n);

@@ -213,7 +213,8 @@ static int pair_init(struct psplice_pair *p, int fd_in, int fd_out,
 	p->guard = raises && !(flags & PSPLICE_F_SIGPIPE_IGNORED);
 	p->reap = raises && !p->guard;
 	p->short_raises = ps_is_socket(p->out.kind) ||
-			  (p->out.kind == PS_K_PIPE && p->in.kind == PS_K_PIPE);
+			  (p->out.kind == PS_K_PIPE && (p->in.kind == PS_K_PIPE ||
+							planned(&p->plan, PSPLICE_METHOD_SENDFILE)));
 	p->sized = false; /* the sizes were just read */
 	return 0;
 }
@@ -286,11 +287,12 @@ static void unguard_sigpipe(struct call *c)
 	/* A SIGPIPE pending before the call is the caller's. One the call
 	 * raised is taken back even when the caller blocks SIGPIPE: it would
 	 * be delivered the moment the caller unblocks it. A call that failed
-	 * may have raised one, and so may one that stopped short into a socket
-	 * or from pipe to pipe: sendfile and splice return the bytes they
-	 * moved before the reader left, with the signal already sent. Into a
-	 * pipe from anything else, the kernel raises it only when it moved
-	 * nothing, and the call failed. */
+	 * may have raised one, and so may one that stopped short into a
+	 * socket: sendfile and splice return the bytes they moved before the
+	 * peer left, with the signal already sent. Into a pipe the kernel
+	 * checks for readers under the pipe's lock and raises it only when it
+	 * moved nothing; pipe to pipe and sendfile into a pipe are counted in
+	 * anyway, as kernels have looped over chunks there. */
 	if ((c->x.res->error || (c->short_raises && c->x.res->out_bytes < c->want)) &&
 	    !c->pipe_pending)
 		while (sigtimedwait(&set, NULL, &zero) == SIGPIPE)
