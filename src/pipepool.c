@@ -27,14 +27,21 @@ static __thread struct ps_tls *tls;
 static pthread_key_t tls_key;
 static pthread_once_t tls_once = PTHREAD_ONCE_INIT;
 
+/* Close the thread's pipe; the next that needs one makes another. */
+static void pipe_drop(struct ps_tls *t)
+{
+	close(t->pipe.r);
+	close(t->pipe.w);
+	t->have_pipe = false;
+	t->pipe_forked = false;
+}
+
 static void tls_free(void *p)
 {
 	struct ps_tls *t = p;
 
-	if (t->have_pipe) {
-		close(t->pipe.r);
-		close(t->pipe.w);
-	}
+	if (t->have_pipe)
+		pipe_drop(t);
 	free(t->buf);
 	free(t->park);
 	free(t);
@@ -55,9 +62,7 @@ static void tls_forked(void)
 		tls->pipe_forked = true;
 		return;
 	}
-	close(tls->pipe.r);
-	close(tls->pipe.w);
-	tls->have_pipe = false;
+	pipe_drop(tls);
 }
 
 static void tls_key_init(void)
@@ -135,12 +140,8 @@ void ps__pipe_put(struct ps_pipe *p, bool dirty)
 	struct ps_tls *t = tls_get();
 
 	t->pipe_busy = false;
-	if ((dirty || t->pipe_forked) && t->have_pipe && p == &t->pipe) {
-		t->pipe_forked = false;
-		close(p->r);
-		close(p->w);
-		t->have_pipe = false;
-	}
+	if ((dirty || t->pipe_forked) && t->have_pipe && p == &t->pipe)
+		pipe_drop(t);
 }
 
 unsigned char *ps__buf(size_t *size)

@@ -146,43 +146,40 @@ struct ends {
 
 static void connect_ends(const struct tcase *tc, struct ends *e)
 {
+	void (*make_out)(int[2]) = t_unix_pair, (*make_in)(int[2]) = NULL;
 	int a[2], b[2];
 
 	e->feed = -1;
 	e->flags = 0;
 	switch (tc->out) {
 	case O_FILE_PIPE: case O_PIPE_PIPE: case O_UNIX_PIPE: case O_FILE_PIPE_RW:
-		t_pipe(b);
-		e->out = b[1];
-		e->peer = b[0];
+		make_out = t_pipe;
 		break;
 	case O_FILE_TCP: case O_TCP_TCP:
-		t_tcp_pair(b);
-		e->out = b[0];
-		e->peer = b[1];
+		make_out = t_tcp_pair;
 		break;
-	default:
-		t_unix_pair(b);
-		e->out = b[0];
-		e->peer = b[1];
 	}
+	/* A pipe is written at [1] and read at [0]; psplice writes into a
+	 * socket pair's [0] and reads from its [0] on the input side. */
+	make_out(b);
+	e->out = make_out == t_pipe ? b[1] : b[0];
+	e->peer = make_out == t_pipe ? b[0] : b[1];
 	switch (tc->out) {
 	case O_PIPE_PIPE:
-		t_pipe(a);
-		e->in = a[0];
-		e->feed = a[1];
+		make_in = t_pipe;
 		break;
 	case O_UNIX_PIPE: case O_UNIX_UNIX:
-		t_unix_pair(a);
-		e->in = a[0];
-		e->feed = a[1];
+		make_in = t_unix_pair;
 		break;
 	case O_TCP_TCP:
-		t_tcp_pair(a);
+		make_in = t_tcp_pair;
+		break;
+	}
+	if (make_in) {
+		make_in(a);
 		e->in = a[0];
 		e->feed = a[1];
-		break;
-	default:
+	} else {
 		e->in = dup(tc->src);
 		T_OK(e->in);
 	}
