@@ -18,7 +18,7 @@ extern "C" {
 #endif
 
 #define PSPLICE_VERSION_MAJOR 0
-#define PSPLICE_VERSION_MINOR 1
+#define PSPLICE_VERSION_MINOR 2
 #define PSPLICE_VERSION_PATCH 0
 
 /* Flags. The first three have the values of splice(2)'s SPLICE_F_*. */
@@ -99,8 +99,19 @@ int psplice_copy(int fd_in, int64_t *off_in, int fd_out, int64_t *off_out,
  * dup2() over either fd, or fcntl() changing O_NONBLOCK or O_APPEND, prepare
  * a new one. Moves into a pipe or socket block SIGPIPE around the move as
  * psplice_ex does, unless the pair was prepared with
- * PSPLICE_F_SIGPIPE_IGNORED. Moves do not change the pair: threads may
- * share one. */
+ * PSPLICE_F_SIGPIPE_IGNORED. Threads may share a pair.
+ *
+ * A pair whose input is not seekable (a socket, a pipe, a tty) never parks:
+ * bytes it took and could not deliver are pending in the pair, in the
+ * internal pipe they went through when it may keep one (no copy), else in
+ * memory. The next move or copy delivers them first, and reads nothing more
+ * until they are out; a move that delivered none of them says EAGAIN or the
+ * output's error, with side PSPLICE_SIDE_OUT. Its result has parked_len 0;
+ * pending after = pending before + in_bytes - out_bytes. Moves on such a
+ * pair take turns (a lock). The pipes pairs keep come from a budget (half
+ * of fs.pipe-user-pages-soft, or the environment's PSPLICE_MAX_PIPES);
+ * past it, or without fds for a pipe, pending bytes wait in memory and
+ * method says readwrite. */
 struct psplice_pair;
 
 /* Classify fd_in and fd_out and plan the path once. flags: the planning
@@ -116,7 +127,22 @@ struct psplice_pair *psplice_pair_new(int fd_in, int fd_out, unsigned int flags)
 ssize_t psplice_pair_move(struct psplice_pair *p, int64_t *off_in, int64_t *off_out,
 			  size_t len, unsigned int flags, struct psplice_result *res);
 
-/* Free the pair (NULL is fine); the fds stay open. */
+/* psplice_copy() on the pair: the same contract, without classifying the
+ * fds again. A pair's pending bytes are delivered first and count in
+ * out_bytes and len. */
+int psplice_pair_copy(struct psplice_pair *p, int64_t *off_in, int64_t *off_out,
+		      uint64_t len, unsigned int flags, struct psplice_result *res);
+
+/* The bytes the pair holds pending (0 for a pair with a seekable input). */
+size_t psplice_pair_pending(struct psplice_pair *p);
+
+/* Hand up to len pending bytes, the oldest first, to buf: they are no longer
+ * the pair's. Returns how many. */
+size_t psplice_pair_take(struct psplice_pair *p, void *buf, size_t len);
+
+/* Free the pair (NULL is fine); the fds stay open. Pending bytes are handed
+ * back, never dropped: psplice_last() then holds them as parked bytes
+ * (in_bytes = parked_len), or says ENOMEM. */
 void psplice_pair_free(struct psplice_pair *p);
 
 /* The result of this thread's last psplice call (never NULL). */

@@ -2,6 +2,7 @@
 #ifndef PS_INTERNAL_H
 #define PS_INTERNAL_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -35,6 +36,24 @@ struct ps_endpoint {
 	bool seekable, append, nonblock, direct, readable, writable;
 };
 
+struct ps_pipe {
+	int r, w;
+	size_t size;
+};
+
+/* What a prepared pair with a non-seekable input took and could not deliver
+ * yet: its pending bytes, exactly the next bytes of the stream, which its
+ * next move delivers before it reads more. They wait in the internal pipe
+ * the move used, which the pair keeps until it is empty, or, when no pipe
+ * may be kept, in memory. */
+struct ps_hold {
+	pthread_mutex_t lock;    /* moves on one pair take turns */
+	struct ps_pipe *pipe;    /* kept while it holds in_pipe bytes */
+	size_t in_pipe;
+	unsigned char *buf;      /* or pending in buf[off, len) */
+	size_t off, len, cap;
+};
+
 /* One transfer step, as the planner hands it to a path. */
 struct ps_xfer {
 	const struct ps_endpoint *in, *out;
@@ -45,6 +64,8 @@ struct ps_xfer {
 	int next_err;               /* with PS_NEXT: the errno that said "not here",
 	                               0 for a suspicious 0 return */
 	struct psplice_result *res; /* the path adds to in_bytes/out_bytes */
+	struct ps_hold *hold;       /* a pair's: undelivered bytes wait there,
+	                               not parked; NULL for a one-shot call */
 };
 
 static inline bool ps_is_socket(int kind)
@@ -77,13 +98,21 @@ PS_HIDDEN int ps__give_back(struct ps_xfer *x, const void *buf, size_t n);
 PS_HIDDEN size_t ps__write_all(struct ps_xfer *x, const unsigned char *buf, size_t n);
 PS_HIDDEN ssize_t ps__read_once(struct ps_xfer *x, unsigned char *buf, size_t n);
 
-/* The per-thread pool (pipepool.c). */
-struct ps_pipe {
-	int r, w;
-	size_t size;
-};
+/* A pair's pending bytes (hold.c). */
+PS_HIDDEN size_t ps__held(const struct ps_hold *h);
+PS_HIDDEN int ps__hold_bytes(struct ps_hold *h, const void *buf, size_t n);
+PS_HIDDEN bool ps__hold_pipe(struct ps_xfer *x, struct ps_pipe *p, size_t n);
+PS_HIDDEN void ps__deliver_held(struct ps_xfer *x);
+PS_HIDDEN size_t ps__hold_take(struct ps_hold *h, void *buf, size_t len);
+PS_HIDDEN void ps__hold_release(struct ps_hold *h);
+
+/* The pipe pool (pipepool.c): a pipe per thread, lent to a move; a pipe a
+ * pair keeps while it holds bytes, within a budget; empty pipes for reuse. */
 PS_HIDDEN int ps__pipe_get(struct ps_pipe **p);
 PS_HIDDEN void ps__pipe_put(struct ps_pipe *p, bool dirty);
+PS_HIDDEN struct ps_pipe *ps__pipe_keep(struct ps_pipe *p);
+PS_HIDDEN void ps__pipe_back(struct ps_pipe *p);
+PS_HIDDEN void ps__pipe_close(struct ps_pipe *p);
 PS_HIDDEN unsigned char *ps__buf(size_t *size);
 PS_HIDDEN unsigned char *ps__park_buf(size_t need);
 PS_HIDDEN struct psplice_result *ps__last(void);

@@ -113,6 +113,9 @@ int ps__path_splice_pipe(struct ps_xfer *x)
 	if (x->off_out)
 		*x->off_out = oo;
 	if (moved < (size_t)n) {
+		/* A pair keeps the pipe: its next move splices them out. */
+		if (!left && ps__hold_pipe(x, p, (size_t)n - moved))
+			return 0;
 		if (!left)
 			left = drain(p, (size_t)n - moved);
 		/* A pipe that could not be drained is dropped, not reused. */

@@ -1,8 +1,16 @@
 /* Per-thread state: the internal pipe, the copy buffer, the parked bytes and
- * the last result. Freed when the thread exits. */
+ * the last result, freed when the thread exits. And the pipes pairs keep:
+ * a move lends the thread's pipe; when the output leaves bytes in it, the
+ * pair keeps that pipe (the thread makes or reuses another) until it is
+ * empty again. Kept pipes are counted against a budget, so that a thousand
+ * stalled connections do not hold a thousand pipes of 1 MiB (every pipe
+ * page counts against the user's pipe-user-pages-soft, every fd against
+ * RLIMIT_NOFILE): past it, a pair holds its bytes in memory. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -13,6 +21,20 @@
  * fragments (16 skb fragments fill a default 64 KiB pipe at ~23 KiB). */
 #define PS_PIPE_SIZE (1u << 20)
 #define PS_BUF_SIZE (256u << 10)
+#define PS_SPARE_MAX 16       /* empty pipes kept for reuse */
+#define PS_KEEP_MIN 4
+#define PS_KEEP_MAX 1024
+
+/* Empty pipes a pair gave back while its thread had a pipe already. */
+static struct {
+	pthread_mutex_t lock;
+	struct ps_pipe pipe[PS_SPARE_MAX];
+	int n;
+} spare = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static atomic_int kept;        /* pipes pairs hold now */
+static int keep_max = -1;      /* the budget, set once */
+static pthread_once_t keep_once = PTHREAD_ONCE_INIT;
 
 struct ps_tls {
 	struct ps_pipe pipe;
@@ -65,10 +87,29 @@ static void tls_forked(void)
 	pipe_drop(tls);
 }
 
+/* The spare pipes are shared by the parent and the child after fork():
+ * the child forgets its copies. A pipe a pair keeps is the pair's: like a
+ * FILE, a pair is used on one side of a fork only. */
+static void spares_forked(void)
+{
+	pthread_mutex_init(&spare.lock, NULL);
+	while (spare.n > 0) {
+		spare.n--;
+		close(spare.pipe[spare.n].r);
+		close(spare.pipe[spare.n].w);
+	}
+}
+
+static void forked(void)
+{
+	tls_forked();
+	spares_forked();
+}
+
 static void tls_key_init(void)
 {
 	(void)pthread_key_create(&tls_key, tls_free);
-	(void)pthread_atfork(NULL, NULL, tls_forked);
+	(void)pthread_atfork(NULL, NULL, forked);
 }
 
 static struct ps_tls *tls_get(void)
@@ -116,6 +157,19 @@ static int pipe_new(struct ps_pipe *p)
 	return 0;
 }
 
+static bool spare_get(struct ps_pipe *p)
+{
+	bool got = false;
+
+	pthread_mutex_lock(&spare.lock);
+	if (spare.n > 0) {
+		*p = spare.pipe[--spare.n];
+		got = true;
+	}
+	pthread_mutex_unlock(&spare.lock);
+	return got;
+}
+
 int ps__pipe_get(struct ps_pipe **pp)
 {
 	struct ps_tls *t = tls_get();
@@ -124,9 +178,11 @@ int ps__pipe_get(struct ps_pipe **pp)
 	if (t->pipe_busy)
 		return -EBUSY;
 	if (!t->have_pipe) {
-		r = pipe_new(&t->pipe);
-		if (r < 0)
-			return r;
+		if (!spare_get(&t->pipe)) {
+			r = pipe_new(&t->pipe);
+			if (r < 0)
+				return r;
+		}
 		t->have_pipe = true;
 	}
 	t->pipe_busy = true;
@@ -142,6 +198,97 @@ void ps__pipe_put(struct ps_pipe *p, bool dirty)
 	t->pipe_busy = false;
 	if ((dirty || t->pipe_forked) && t->have_pipe && p == &t->pipe)
 		pipe_drop(t);
+}
+
+/* The budget: half the pipe pages a user may have before new pipes shrink
+ * to two pages (fs.pipe-user-pages-soft), in pipes of our size; the
+ * environment's PSPLICE_MAX_PIPES when set (0: pairs never keep a pipe). */
+static void keep_init(void)
+{
+	const char *env = getenv("PSPLICE_MAX_PIPES");
+	long pages = 16384;
+	char *end;
+	FILE *f;
+
+	if (env && *env) {
+		long v = strtol(env, &end, 10);
+
+		if (!*end && v >= 0) {
+			keep_max = v > PS_KEEP_MAX ? PS_KEEP_MAX : (int)v;
+			return;
+		}
+	}
+	f = fopen("/proc/sys/fs/pipe-user-pages-soft", "re");
+	if (f) {
+		if (fscanf(f, "%ld", &pages) != 1)
+			pages = 16384;
+		fclose(f);
+	}
+	if (pages <= 0) /* no limit */
+		pages = (long)PS_KEEP_MAX * 2 * (PS_PIPE_SIZE / 4096);
+	keep_max = (int)(pages / 2 / (PS_PIPE_SIZE / 4096));
+	if (keep_max < PS_KEEP_MIN)
+		keep_max = PS_KEEP_MIN;
+	if (keep_max > PS_KEEP_MAX)
+		keep_max = PS_KEEP_MAX;
+}
+
+/* The thread's pipe p, lent to a move, holds bytes the output did not take:
+ * a pair keeps it, if the budget allows, and the thread forgets it. NULL
+ * when the pair must hold the bytes otherwise. */
+struct ps_pipe *ps__pipe_keep(struct ps_pipe *p)
+{
+	struct ps_tls *t = tls_get();
+	struct ps_pipe *k;
+	int n;
+
+	pthread_once(&keep_once, keep_init);
+	if (p != &t->pipe || t->pipe_forked)
+		return NULL;
+	n = atomic_fetch_add(&kept, 1);
+	if (n >= keep_max || !(k = malloc(sizeof(*k)))) {
+		atomic_fetch_sub(&kept, 1);
+		return NULL;
+	}
+	*k = *p;
+	t->have_pipe = false;
+	t->pipe_busy = false;
+	return k;
+}
+
+/* A kept pipe is empty again: the thread's pipe if it has none, a spare,
+ * or closed. */
+void ps__pipe_back(struct ps_pipe *p)
+{
+	struct ps_tls *t = tls_get();
+
+	atomic_fetch_sub(&kept, 1);
+	if (!t->have_pipe) {
+		t->pipe = *p;
+		t->have_pipe = true;
+		free(p);
+		return;
+	}
+	pthread_mutex_lock(&spare.lock);
+	if (spare.n < PS_SPARE_MAX) {
+		spare.pipe[spare.n++] = *p;
+		pthread_mutex_unlock(&spare.lock);
+		free(p);
+		return;
+	}
+	pthread_mutex_unlock(&spare.lock);
+	close(p->r);
+	close(p->w);
+	free(p);
+}
+
+/* A kept pipe that may still hold bytes is closed, never reused. */
+void ps__pipe_close(struct ps_pipe *p)
+{
+	atomic_fetch_sub(&kept, 1);
+	close(p->r);
+	close(p->w);
+	free(p);
 }
 
 unsigned char *ps__buf(size_t *size)

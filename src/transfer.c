@@ -40,6 +40,9 @@ struct psplice_pair {
 	                        mask would keep */
 	bool sized;          /* a move needs the input's size of now */
 	bool short_raises;   /* a short move may have raised SIGPIPE */
+	bool holds;          /* a prepared pair with a non-seekable input:
+	                        what it takes and cannot deliver is pending */
+	struct ps_hold hold;
 };
 
 struct call {
@@ -216,12 +219,13 @@ static int pair_init(struct psplice_pair *p, int fd_in, int fd_out,
 			  (p->out.kind == PS_K_PIPE && (p->in.kind == PS_K_PIPE ||
 							planned(&p->plan, PSPLICE_METHOD_SENDFILE)));
 	p->sized = false; /* the sizes were just read */
+	p->holds = false;  /* a one-shot call parks */
 	return 0;
 }
 
 /* Everything else that can be refused before a byte moves: the offsets and
  * the length of this call. flags holds the per-call flags alone. */
-static int begin(struct call *c, const struct psplice_pair *p, int64_t *off_in,
+static int begin(struct call *c, struct psplice_pair *p, int64_t *off_in,
 		 int64_t *off_out, uint64_t len, unsigned int flags,
 		 struct psplice_result *res)
 {
@@ -246,7 +250,7 @@ static int begin(struct call *c, const struct psplice_pair *p, int64_t *off_in,
 	}
 	c->x = (struct ps_xfer){ .in = in, .out = &p->out, .off_in = off_in,
 				 .off_out = off_out, .flags = p->flags | flags,
-				 .res = res };
+				 .res = res, .hold = p->holds ? &p->hold : NULL };
 	c->plan = &p->plan;
 	c->want = len;
 	c->short_raises = p->short_raises;
@@ -371,8 +375,17 @@ static int nonblock_side(const struct call *c)
 static void step(struct call *c, int *at, bool *progress)
 {
 	uint64_t before = c->x.res->out_bytes;
-	int side = nonblock_side(c), lack = 0;
+	int side, lack = 0;
 
+	/* A pair's pending bytes go first, and alone: only the output counts. */
+	if (c->x.hold && ps__held(c->x.hold)) {
+		if ((c->x.flags & PSPLICE_F_NONBLOCK) && unready(c->x.out, POLLOUT))
+			ps__fail(&c->x, EAGAIN, PSPLICE_SIDE_OUT);
+		else
+			ps__deliver_held(&c->x);
+		return;
+	}
+	side = nonblock_side(c);
 	if (side != PSPLICE_SIDE_NONE) {
 		ps__fail(&c->x, EAGAIN, side);
 		return;
@@ -420,7 +433,7 @@ static ssize_t step_return(const struct psplice_result *r, struct psplice_result
 
 /* One step on a classified pair: the body of psplice_ex and of
  * psplice_pair_move. flags holds the per-call flags alone. */
-static void move(const struct psplice_pair *p, int64_t *off_in, int64_t *off_out,
+static void move(struct psplice_pair *p, int64_t *off_in, int64_t *off_out,
 		 size_t len, unsigned int flags, struct psplice_result *r)
 {
 	bool progress[MAX_PLAN] = { false };
@@ -489,33 +502,31 @@ static uint64_t copy_room(const struct call *c, uint64_t left, bool *end)
 	return left;
 }
 
-int psplice_copy(int fd_in, int64_t *off_in, int fd_out, int64_t *off_out,
-		 uint64_t len, unsigned int flags, struct psplice_result *res)
+/* psplice_copy's loop on a classified pair. flags holds the per-call flags
+ * alone. */
+static void copy(struct psplice_pair *p, int64_t *off_in, int64_t *off_out,
+		 uint64_t len, unsigned int flags, struct psplice_result *r)
 {
-	struct psplice_result r = { 0 };
 	bool progress[MAX_PLAN] = { false };
-	struct psplice_pair p;
 	uint64_t before, room;
 	struct call c;
 	bool end;
 	int at = 0;
 
-	if (check_flags(flags, KNOWN_FLAGS, &r) < 0 ||
-	    pair_init(&p, fd_in, fd_out, flags & PLAN_FLAGS, &r) < 0 ||
-	    begin(&c, &p, off_in, off_out, len, flags & CALL_FLAGS, &r) < 0)
-		goto out;
+	if (begin(&c, p, off_in, off_out, len, flags, r) < 0)
+		return;
 	len = self_copy_len(&c, len);
 	/* Only a copy to end of input can reach INT64_MAX (a length is checked
 	 * against the offsets): it measures the file positions once. */
 	c.pos_in = c.pos_out = -1;
-	if (len == PSPLICE_TO_EOF && !off_in && p.in.seekable)
-		c.pos_in = ps_lseek(fd_in, 0, SEEK_CUR);
-	if (len == PSPLICE_TO_EOF && !off_out && p.out.seekable && !p.out.append)
-		c.pos_out = ps_lseek(fd_out, 0, SEEK_CUR);
+	if (len == PSPLICE_TO_EOF && !off_in && p->in.seekable)
+		c.pos_in = ps_lseek(p->in.fd, 0, SEEK_CUR);
+	if (len == PSPLICE_TO_EOF && !off_out && p->out.seekable && !p->out.append)
+		c.pos_out = ps_lseek(p->out.fd, 0, SEEK_CUR);
 	c.x.retry_eintr = true;
 	guard_sigpipe(&c);
-	while (r.out_bytes < len || len == PSPLICE_TO_EOF) {
-		room = copy_room(&c, len == PSPLICE_TO_EOF ? len : len - r.out_bytes, &end);
+	while (r->out_bytes < len || len == PSPLICE_TO_EOF) {
+		room = copy_room(&c, len == PSPLICE_TO_EOF ? len : len - r->out_bytes, &end);
 		if (end)
 			break;
 		if (!room) {
@@ -523,27 +534,44 @@ int psplice_copy(int fd_in, int64_t *off_in, int fd_out, int64_t *off_out,
 			break;
 		}
 		c.x.len = room > SIZE_MAX ? SIZE_MAX : (size_t)room;
-		before = r.out_bytes;
+		before = r->out_bytes;
 		step(&c, &at, progress);
-		/* A read interrupted before it took anything: try again. */
-		if (r.error == EINTR && !r.parked_len && r.in_bytes == r.out_bytes) {
-			r.error = 0;
-			r.side = PSPLICE_SIDE_NONE;
+		/* A read interrupted before it took anything, or a pair's
+		 * move that keeps what it took: try again. */
+		if (r->error == EINTR && (c.x.hold || (!r->parked_len &&
+						       r->in_bytes == r->out_bytes))) {
+			r->error = 0;
+			r->side = PSPLICE_SIDE_NONE;
 			continue;
 		}
-		if (r.error || r.out_bytes == before)
+		if (r->error || r->out_bytes == before)
 			break;
 	}
 	unguard_sigpipe(&c);
-	if (p.reap && r.error == EPIPE)
+	if (p->reap && r->error == EPIPE)
 		reap_sigpipe();
-out:
-	publish(&r, res);
-	if (r.error) {
-		errno = r.error;
+}
+
+static int copy_return(const struct psplice_result *r, struct psplice_result *res)
+{
+	publish(r, res);
+	if (r->error) {
+		errno = r->error;
 		return -1;
 	}
 	return 0;
+}
+
+int psplice_copy(int fd_in, int64_t *off_in, int fd_out, int64_t *off_out,
+		 uint64_t len, unsigned int flags, struct psplice_result *res)
+{
+	struct psplice_result r = { 0 };
+	struct psplice_pair p;
+
+	if (check_flags(flags, KNOWN_FLAGS, &r) == 0 &&
+	    pair_init(&p, fd_in, fd_out, flags & PLAN_FLAGS, &r) == 0)
+		copy(&p, off_in, off_out, len, flags & CALL_FLAGS, &r);
+	return copy_return(&r, res);
 }
 
 /* A pair outlives the call that prepared it: forget the sizes, which change
@@ -580,7 +608,25 @@ struct psplice_pair *psplice_pair_new(int fd_in, int fd_out, unsigned int flags)
 		return refused(&r);
 	}
 	*pp = p;
+	/* Bytes taken from a non-seekable input exist nowhere else. */
+	pp->holds = !pp->in.seekable;
+	if (pp->holds) {
+		pp->hold = (struct ps_hold){ .pipe = NULL };
+		pthread_mutex_init(&pp->hold.lock, NULL);
+	}
 	return pp;
+}
+
+static void lock(struct psplice_pair *p)
+{
+	if (p->holds)
+		pthread_mutex_lock(&p->hold.lock);
+}
+
+static void unlock(struct psplice_pair *p)
+{
+	if (p->holds)
+		pthread_mutex_unlock(&p->hold.lock);
 }
 
 ssize_t psplice_pair_move(struct psplice_pair *p, int64_t *off_in, int64_t *off_out,
@@ -590,15 +636,85 @@ ssize_t psplice_pair_move(struct psplice_pair *p, int64_t *off_in, int64_t *off_
 
 	if (len > PS_MAX_CHUNK)
 		len = PS_MAX_CHUNK;
-	if (!p)
+	if (!p) {
 		fail_early(&r, EINVAL, PSPLICE_SIDE_NONE);
-	else if (check_flags(flags, CALL_FLAGS, &r) == 0)
+	} else if (check_flags(flags, CALL_FLAGS, &r) == 0) {
+		lock(p);
 		move(p, off_in, off_out, len, flags, &r);
+		unlock(p);
+	}
 	return step_return(&r, res);
+}
+
+int psplice_pair_copy(struct psplice_pair *p, int64_t *off_in, int64_t *off_out,
+		      uint64_t len, unsigned int flags, struct psplice_result *res)
+{
+	struct psplice_result r = { 0 };
+
+	if (!p) {
+		fail_early(&r, EINVAL, PSPLICE_SIDE_NONE);
+	} else if (check_flags(flags, CALL_FLAGS, &r) == 0) {
+		lock(p);
+		copy(p, off_in, off_out, len, flags, &r);
+		unlock(p);
+	}
+	return copy_return(&r, res);
+}
+
+size_t psplice_pair_pending(struct psplice_pair *p)
+{
+	size_t n;
+
+	if (!p || !p->holds)
+		return 0;
+	lock(p);
+	n = ps__held(&p->hold);
+	unlock(p);
+	return n;
+}
+
+size_t psplice_pair_take(struct psplice_pair *p, void *buf, size_t len)
+{
+	size_t n;
+
+	if (!p || !p->holds || !buf)
+		return 0;
+	lock(p);
+	n = ps__hold_take(&p->hold, buf, len);
+	unlock(p);
+	return n;
+}
+
+/* Pending bytes are handed back as a one-shot call hands back what it
+ * could not deliver: parked, in psplice_last(). */
+static void hand_back(struct psplice_pair *p)
+{
+	struct psplice_result r = { 0 };
+	size_t n = ps__held(&p->hold);
+	unsigned char *buf;
+
+	if (!n)
+		return;
+	r.in_bytes = n;
+	buf = ps__park_buf(n);
+	if (!buf) {
+		fail_early(&r, ENOMEM, PSPLICE_SIDE_NONE);
+	} else {
+		r.parked = buf;
+		r.parked_len = ps__hold_take(&p->hold, buf, n);
+		if (r.parked_len < n)
+			fail_early(&r, EIO, PSPLICE_SIDE_NONE);
+	}
+	publish(&r, NULL);
 }
 
 void psplice_pair_free(struct psplice_pair *p)
 {
+	if (p && p->holds) {
+		hand_back(p);
+		ps__hold_release(&p->hold);
+		pthread_mutex_destroy(&p->hold.lock);
+	}
 	free(p);
 }
 

@@ -134,7 +134,8 @@ int ps__blocked_side(const struct ps_xfer *x)
 
 /* n bytes were taken from the input and not delivered. A seekable input
  * takes them back (its offset or position ends just past the last delivered
- * byte); a non-seekable one cannot, so they are parked for the caller. */
+ * byte); a non-seekable one cannot: a prepared pair holds them as pending,
+ * a one-shot call parks them for the caller. */
 int ps__give_back(struct ps_xfer *x, const void *buf, size_t n)
 {
 	struct psplice_result *res = x->res;
@@ -152,6 +153,8 @@ int ps__give_back(struct ps_xfer *x, const void *buf, size_t n)
 		res->in_bytes -= n;
 		return 0;
 	}
+	if (x->hold)
+		return ps__hold_bytes(x->hold, buf, n);
 	park = ps__park_buf(res->parked_len + n);
 	if (!park)
 		return -ENOMEM;

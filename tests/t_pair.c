@@ -205,13 +205,15 @@ static void with_pipes(void)
 }
 
 /* socket -> socket: splice through the internal pipe; when the output's
- * peer is gone, the bytes taken are parked, in order, nothing lost. */
+ * peer is gone, the bytes taken stay pending in the pair, in order, nothing
+ * lost, and freeing the pair hands them back as parked bytes. */
 static void sockets(void)
 {
 	struct psplice_result r;
 	struct psplice_pair *p;
+	const struct psplice_result *last;
 	int a[2], b[2];
-	uint64_t got = 0;
+	uint64_t got = 0, pending;
 	ssize_t n;
 
 	t_unix_pair(a);
@@ -229,22 +231,31 @@ static void sockets(void)
 	T_ASSERT(t_check_fd(b[1], -1, 50000, SEED, 0));
 	T_ERRNO(psplice_pair_move(p, NULL, NULL, 65536, PSPLICE_F_NONBLOCK, &r), EAGAIN);
 	T_EQ(r.side, PSPLICE_SIDE_IN);
+	T_EQ_U(psplice_pair_pending(p), 0);
 
 	close(b[1]);
 	t_fill_fd(a[1], 20000, SEED + 1);
 	T_ERRNO(psplice_pair_move(p, NULL, NULL, 65536, 0, &r), EPIPE);
-	T_EQ(r.error, EPIPE);
 	T_EQ(r.side, PSPLICE_SIDE_OUT);
 	T_EQ_U(r.out_bytes, 0);
 	T_ASSERT(r.in_bytes > 0);
-	T_EQ_U(r.parked_len, r.in_bytes);
-	T_ASSERT(t_check_buf(r.parked, r.parked_len, SEED + 1, 0));
-	T_EQ_U(psplice_last()->parked_len, r.parked_len);
-	T_ASSERT(psplice_last()->parked == r.parked);
-	/* The rest is still in the input, right after the parked bytes. */
-	close(a[1]);
-	T_ASSERT(t_check_fd(a[0], -1, 20000 - r.parked_len, SEED + 1, r.parked_len));
+	T_EQ_U(r.parked_len, 0);
+	T_ASSERT(r.parked == NULL);
+	pending = r.in_bytes;
+	T_EQ_U(psplice_pair_pending(p), pending);
+	/* The next move meets the same error, and reads nothing more. */
+	T_ERRNO(psplice_pair_move(p, NULL, NULL, 65536, 0, &r), EPIPE);
+	T_RESULT(r, EPIPE, PSPLICE_SIDE_OUT, 0, 0);
+	T_EQ_U(psplice_pair_pending(p), pending);
+	/* Freed, the pair hands them back. */
 	psplice_pair_free(p);
+	last = psplice_last();
+	T_EQ_U(last->parked_len, pending);
+	T_EQ_U(last->in_bytes, pending);
+	T_ASSERT(t_check_buf(last->parked, last->parked_len, SEED + 1, 0));
+	/* The rest is still in the input, right after them. */
+	close(a[1]);
+	T_ASSERT(t_check_fd(a[0], -1, 20000 - pending, SEED + 1, pending));
 	close(a[0]);
 	close(b[0]);
 	no_pending();

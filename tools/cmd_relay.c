@@ -57,6 +57,8 @@ struct relay {
 	bool verbose;
 	atomic_bool draining;
 	atomic_uint_fast64_t open, total, ids, bytes[2];
+	atomic_int_fast64_t pending[2];  /* held by the pairs, per direction */
+	atomic_uint_fast64_t copied;     /* delivered through user memory */
 	int done_fd;                     /* eventfd: a worker has finished */
 };
 
@@ -76,10 +78,8 @@ struct dir {
 	struct handle *in, *out;
 	struct psplice_pair *pair; /* in to out, prepared once connected */
 	enum dir_state state;
-	bool eof;            /* input ended; shut down output once buf is out */
-	unsigned char *buf;  /* bytes the engine parked, not yet delivered */
-	size_t off, len, cap;
 	uint64_t bytes;      /* delivered */
+	uint64_t pending;    /* taken from in, held by the pair for out */
 };
 
 struct conn {
@@ -254,9 +254,9 @@ static void log_close(struct worker *w, struct conn *c, const char *how, int err
 	/* Bytes taken from one side that never reached the other are named:
 	 * a failed connection says exactly what went where. */
 	for (i = 0; i < 2; i++)
-		if (c->d[i].len > c->d[i].off)
-			snprintf(lost[i], sizeof(lost[i]), " (%zu more read, not delivered)",
-				 c->d[i].len - c->d[i].off);
+		if (c->d[i].pending)
+			snprintf(lost[i], sizeof(lost[i]), " (%" PRIu64 " more read, not delivered)",
+				 c->d[i].pending);
 	fprintf(stderr, CLI_NAME ": relay: #%" PRIu64 " %s %s%s%s: %" PRIu64 " bytes %s%s, %"
 		PRIu64 " bytes %s%s\n", c->id, c->peer, failed ? how : "closed",
 		err ? ": " : "", err ? strerror(err) : "", c->d[0].bytes, dir_name[0],
@@ -287,9 +287,12 @@ static void conn_close(struct worker *w, struct conn *c, const char *how, int er
 		close(c->client.fd);
 	if (c->target.fd >= 0)
 		close(c->target.fd);
+	/* What a pair still holds is handed back by psplice_pair_free: the
+	 * output is gone or stalled past its timeout, so it is dropped here,
+	 * counted in the report above. */
 	for (i = 0; i < 2; i++) {
 		psplice_pair_free(c->d[i].pair);
-		free(c->d[i].buf);
+		atomic_fetch_sub(&w->r->pending[i], (int_fast64_t)c->d[i].pending);
 	}
 	c->prev->next = c->next;
 	c->next->prev = c->prev;
@@ -426,50 +429,22 @@ static void connect_done(struct worker *w, struct conn *c)
 		connected(w, c);
 }
 
-/* Bytes the engine parked exist nowhere else: keep a copy, they go out
- * before anything more is read. */
-static int park(struct dir *d, const void *p, size_t n)
+/* A move's bytes: delivered ones for the report and the stats line, and
+ * what the pair holds now (pending after = before + taken - delivered). */
+static void count(struct worker *w, struct conn *c, struct dir *d,
+		  const struct psplice_result *res)
 {
-	if (d->off == d->len)
-		d->off = d->len = 0;
-	if (d->len + n > d->cap) {
-		size_t cap = d->len + n;
-		unsigned char *b = realloc(d->buf, cap);
+	int i = d == &c->d[1];
 
-		if (!b)
-			return -1;
-		d->buf = b;
-		d->cap = cap;
-	}
-	memcpy(d->buf + d->len, p, n);
-	d->len += n;
-	return 0;
-}
-
-/* Delivered bytes, for the connection's report and the stats line. */
-static void count(struct worker *w, struct conn *c, struct dir *d, uint64_t n)
-{
-	d->bytes += n;
-	atomic_fetch_add(&w->r->bytes[d == &c->d[1]], n);
-}
-
-/* 1: all out, 0: output full, -errno on error. */
-static int flush_parked(struct worker *w, struct conn *c, struct dir *d)
-{
-	ssize_t n;
-
-	while (d->off < d->len) {
-		n = send(d->out->fd, d->buf + d->off, d->len - d->off,
-			 MSG_NOSIGNAL | MSG_DONTWAIT);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return errno == EAGAIN ? 0 : -errno;
-		d->off += (size_t)n;
-		count(w, c, d, (uint64_t)n);
-	}
-	d->off = d->len = 0;
-	return 1;
+	d->bytes += res->out_bytes;
+	d->pending = d->pending + res->in_bytes - res->out_bytes;
+	if (res->out_bytes)
+		atomic_fetch_add(&w->r->bytes[i], res->out_bytes);
+	if (res->in_bytes != res->out_bytes)
+		atomic_fetch_add(&w->r->pending[i],
+				 (int_fast64_t)res->in_bytes - (int_fast64_t)res->out_bytes);
+	if (res->method == PSPLICE_METHOD_READWRITE)
+		atomic_fetch_add(&w->r->copied, res->out_bytes);
 }
 
 /* Why a direction stopped, for the report. */
@@ -491,55 +466,41 @@ static void fail_on(struct failure *f, struct conn *c, struct handle *h, bool re
 }
 
 /* Move one direction until it would block, ends, fails or used its
- * budget. -1 when the connection must close (f says why). */
+ * budget. -1 when the connection must close (f says why). What the output
+ * cannot take stays in the pair, in its pipe, and goes out first when the
+ * output has room: the relay never copies a byte itself. */
 static int pump(struct worker *w, struct conn *c, struct dir *d, struct failure *f)
 {
 	struct psplice_result res;
-	int i, k;
+	int i;
 
 	for (i = 0; i < BUDGET; i++) {
-		k = flush_parked(w, c, d);
-		if (k < 0) {
-			fail_on(f, c, d->out, false, -k);
-			return -1;
-		}
-		if (k == 0) {
-			d->state = D_WRITE;
-			return 0;
-		}
-		if (d->eof) {
-			/* Half-close: the other direction keeps flowing. */
+		psplice_pair_move(d->pair, NULL, NULL, CHUNK, PSPLICE_F_NONBLOCK, &res);
+		count(w, c, d, &res);
+		if (res.in_bytes)
+			touch(w, c);
+		if (!res.error) {
+			if (res.in_bytes || res.out_bytes)
+				continue;
+			/* End of input, and nothing pending (a move delivers
+			 * those first): forward the half-close; the other
+			 * direction keeps flowing. */
 			shutdown(d->out->fd, SHUT_WR);
 			d->state = D_DONE;
 			return 0;
 		}
-		psplice_pair_move(d->pair, NULL, NULL, CHUNK, PSPLICE_F_NONBLOCK, &res);
-		count(w, c, d, res.out_bytes);
-		if (res.in_bytes)
-			touch(w, c);
-		if (res.parked_len && park(d, res.parked, res.parked_len) < 0) {
-			fail_on(f, c, d->out, false, ENOMEM);
-			return -1;
-		}
-		if (!res.error) {
-			d->eof = !res.in_bytes;
-			continue;
-		}
 		if (res.error == EINTR)
 			continue;
 		if (res.error == EAGAIN) {
-			/* Parked bytes first: until they are out, only the
-			 * output matters, whatever side the engine named. */
-			d->state = res.side == PSPLICE_SIDE_OUT || d->off < d->len ?
-				   D_WRITE : D_READ;
+			d->state = res.side == PSPLICE_SIDE_OUT ? D_WRITE : D_READ;
 			return 0;
 		}
 		fail_on(f, c, res.side == PSPLICE_SIDE_IN ? d->in : d->out,
 			res.side == PSPLICE_SIDE_IN, res.error);
 		return -1;
 	}
-	/* Budget used: epoll is level-triggered and reports the input again. */
-	d->state = d->off < d->len ? D_WRITE : D_READ;
+	/* Budget used: epoll is level-triggered and reports the side again. */
+	d->state = d->pending ? D_WRITE : D_READ;
 	return 0;
 }
 
@@ -731,10 +692,14 @@ static void *worker_main(void *arg)
 static void print_stats(struct relay *r)
 {
 	fprintf(stderr, CLI_NAME ": relay: connections %" PRIu64 " open, %" PRIu64
-		" total; bytes %" PRIu64 " %s, %" PRIu64 " %s\n",
+		" total; bytes %" PRIu64 " %s, %" PRIu64 " %s; pending %" PRId64 " %s, %"
+		PRId64 " %s; copied %" PRIu64 "\n",
 		(uint64_t)atomic_load(&r->open), (uint64_t)atomic_load(&r->total),
 		(uint64_t)atomic_load(&r->bytes[0]), dir_name[0],
-		(uint64_t)atomic_load(&r->bytes[1]), dir_name[1]);
+		(uint64_t)atomic_load(&r->bytes[1]), dir_name[1],
+		(int64_t)atomic_load(&r->pending[0]), dir_name[0],
+		(int64_t)atomic_load(&r->pending[1]), dir_name[1],
+		(uint64_t)atomic_load(&r->copied));
 }
 
 /* Wait for the workers; SIGTERM/SIGINT start the drain, SIGUSR1 and the
@@ -804,8 +769,8 @@ static int serve(struct relay *r, struct worker *w)
 	if (make_listeners(r, w) < 0)
 		return 1;
 	/* Signals go to the signalfd alone: workers inherit the mask. A peer
-	 * that went away must not end the relay: parked bytes go out with
-	 * MSG_NOSIGNAL, and SIGPIPE is ignored before any pair is prepared,
+	 * that went away must not end the relay: SIGPIPE is ignored before
+	 * any pair is prepared,
 	 * so the pairs' moves need no guard against it (psplice_pair_new(3)). */
 	signal(SIGPIPE, SIG_IGN);
 	sigemptyset(&set);

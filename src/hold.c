@@ -1,0 +1,205 @@
+/* A prepared pair's pending bytes: taken from a non-seekable input, not yet
+ * delivered. They are the next bytes of the stream, so a move delivers them
+ * before it reads more; they stay in the pipe the move used (no copy), or in
+ * memory when the pair may not keep a pipe. The pair's lock is held. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "sys.h"
+
+size_t ps__held(const struct ps_hold *h)
+{
+	return h->in_pipe + (h->len - h->off);
+}
+
+/* Keep n bytes in memory, after what is there. */
+int ps__hold_bytes(struct ps_hold *h, const void *buf, size_t n)
+{
+	unsigned char *b;
+	size_t cap;
+
+	if (h->off == h->len)
+		h->off = h->len = 0;
+	if (h->len + n > h->cap) {
+		cap = h->len + n;
+		b = realloc(h->buf, cap);
+		if (!b)
+			return -ENOMEM;
+		h->buf = b;
+		h->cap = cap;
+	}
+	memcpy(h->buf + h->len, buf, n);
+	h->len += n;
+	return 0;
+}
+
+/* The move's pipe p holds the n bytes the output did not take: the pair
+ * keeps the pipe, if the pool lets it. */
+bool ps__hold_pipe(struct ps_xfer *x, struct ps_pipe *p, size_t n)
+{
+	struct ps_hold *h = x->hold;
+
+	if (!h || x->in->seekable || h->pipe || h->len > h->off)
+		return false;
+	h->pipe = ps__pipe_keep(p);
+	if (!h->pipe)
+		return false;
+	h->in_pipe = n;
+	return true;
+}
+
+/* Read n bytes out of the kept pipe (it holds at least that many, and its
+ * read end never waits). */
+static size_t pipe_read(struct ps_hold *h, unsigned char *buf, size_t n)
+{
+	size_t got = 0;
+	ssize_t r;
+
+	while (got < n) {
+		r = ps_read(h->pipe->r, buf + got, n - got);
+		if (r == -EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		got += (size_t)r;
+	}
+	h->in_pipe -= got;
+	return got;
+}
+
+/* The pipe is empty: back to the pool. A pipe that failed to give up all
+ * it should hold is closed, not reused. */
+static void pipe_done(struct ps_hold *h)
+{
+	if (h->in_pipe)
+		ps__pipe_close(h->pipe);
+	else
+		ps__pipe_back(h->pipe);
+	h->pipe = NULL;
+	h->in_pipe = 0;
+}
+
+/* The output takes no splices after all: move what the pipe holds into
+ * memory and let write(2) deliver it. */
+static int pipe_to_memory(struct ps_hold *h)
+{
+	unsigned char *b;
+	size_t n = h->in_pipe, got;
+
+	if (h->off == h->len)
+		h->off = h->len = 0;
+	if (h->len + n > h->cap) {
+		b = realloc(h->buf, h->len + n);
+		if (!b)
+			return -ENOMEM;
+		h->buf = b;
+		h->cap = h->len + n;
+	}
+	got = pipe_read(h, h->buf + h->len, n);
+	h->len += got;
+	pipe_done(h);
+	return got == n ? 0 : -EIO;
+}
+
+static bool not_here(ssize_t n)
+{
+	return n == -EINVAL || n == -ENOSYS || n == -EOPNOTSUPP;
+}
+
+static void from_pipe(struct ps_xfer *x, struct ps_hold *h)
+{
+	int64_t oo = x->off_out ? *x->off_out : 0;
+	size_t n = h->in_pipe < x->len ? h->in_pipe : x->len, moved = 0;
+	ssize_t m;
+	int err;
+
+	while (moved < n) {
+		m = ps_splice(h->pipe->r, NULL, x->out->fd, x->off_out ? &oo : NULL,
+			      n - moved, ps__splice_flags(x));
+		if (m == -EINTR && x->retry_eintr)
+			continue;
+		if (m < 0 && moved == 0 && not_here(m)) {
+			err = pipe_to_memory(h);
+			if (err < 0)
+				ps__fail(x, -err, PSPLICE_SIDE_NONE);
+			return;
+		}
+		if (m <= 0) {
+			ps__fail(x, m ? (int)-m : EIO, PSPLICE_SIDE_OUT);
+			break;
+		}
+		moved += (size_t)m;
+		h->in_pipe -= (size_t)m;
+		x->res->out_bytes += (uint64_t)m;
+		x->res->method = PSPLICE_METHOD_SPLICE_PIPE;
+	}
+	if (x->off_out)
+		*x->off_out = oo;
+	if (!h->in_pipe)
+		pipe_done(h);
+}
+
+/* Deliver up to x->len pending bytes, and nothing else: the next move reads
+ * more. A failure is the output's, and the bytes stay pending. */
+void ps__deliver_held(struct ps_xfer *x)
+{
+	struct ps_hold *h = x->hold;
+	size_t n, done;
+
+	if (h->pipe)
+		from_pipe(x, h);
+	if (h->pipe || h->off == h->len || x->res->error)
+		return;
+	n = h->len - h->off;
+	if (n > x->len)
+		n = x->len;
+	done = ps__write_all(x, h->buf + h->off, n);
+	if (done)
+		x->res->method = PSPLICE_METHOD_READWRITE;
+	h->off += done;
+	/* An idle pair holds no memory. */
+	if (h->off == h->len) {
+		free(h->buf);
+		h->buf = NULL;
+		h->off = h->len = h->cap = 0;
+	}
+}
+
+/* Hand up to len pending bytes to the caller, in order. */
+size_t ps__hold_take(struct ps_hold *h, void *buf, size_t len)
+{
+	unsigned char *b = buf;
+	size_t n = 0, k;
+
+	if (h->pipe) {
+		k = h->in_pipe < len ? h->in_pipe : len;
+		n = pipe_read(h, b, k);
+		if (n < k) {
+			pipe_done(h);
+			return n;
+		}
+		if (!h->in_pipe)
+			pipe_done(h);
+		if (h->pipe)
+			return n;
+	}
+	k = h->len - h->off;
+	if (k > len - n)
+		k = len - n;
+	memcpy(b + n, h->buf + h->off, k);
+	h->off += k;
+	return n + k;
+}
+
+void ps__hold_release(struct ps_hold *h)
+{
+	if (h->pipe) {
+		ps__pipe_close(h->pipe);
+		h->pipe = NULL;
+	}
+	free(h->buf);
+	h->buf = NULL;
+	h->off = h->len = h->cap = h->in_pipe = 0;
+}
