@@ -116,14 +116,14 @@ check-asan:
 
 check-tsan:
 	$(Q)$(MAKE) --no-print-directory BUILD=build-tsan CC=gcc SAN="-fsanitize=thread" \
-		OPT="-O1 -g" build-tsan/tests/t_threads
-	$(Q)TSAN_OPTIONS=halt_on_error=1 sh tests/run.sh build-tsan t_threads
+		OPT="-O1 -g" build-tsan/tests/t_threads build-tsan/tests/t_pending
+	$(Q)TSAN_OPTIONS=halt_on_error=1 sh tests/run.sh build-tsan t_threads t_pending
 
 # Memory errors and leaks in the plain build, on the tests whose syscalls
 # valgrind knows (it does not know cachestat, used by the sync tests).
 VALGRIND_TESTS := t_basic t_badinput t_fail_epipe t_fail_enospc t_fail_eisdir \
 	t_pitfall_stranded t_pitfall_append t_pitfall_overlap t_pitfall_sigpipe \
-	t_pitfall_tty t_fail_eintr t_threads t_pair t_contract_edges
+	t_pitfall_tty t_fail_eintr t_threads t_pair t_contract_edges t_pending
 check-valgrind: tests
 	$(Q)PSPLICE_TEST_WRAP="valgrind -q --error-exitcode=99 --leak-check=full \
 		--errors-for-leak-kinds=definite" sh tests/run.sh $(BUILD) $(VALGRIND_TESTS)

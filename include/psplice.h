@@ -96,8 +96,8 @@ int psplice_copy(int fd_in, int64_t *off_in, int fd_out, int64_t *off_out,
  * server sending one file in pieces). A move then costs the syscall of its
  * path and nothing more, except file to file, which reads the input's size
  * on each move. The pair holds what the fds were when it was prepared: after
- * dup2() over either fd, or fcntl() changing O_NONBLOCK or O_APPEND, prepare
- * a new one. Moves into a pipe or socket block SIGPIPE around the move as
+ * dup2() over either fd, fcntl() changing O_APPEND, or changing O_NONBLOCK
+ * when moves use PSPLICE_F_NONBLOCK, prepare a new one. Moves into a pipe or socket block SIGPIPE around the move as
  * psplice_ex does, unless the pair was prepared with
  * PSPLICE_F_SIGPIPE_IGNORED. Threads may share a pair.
  *

@@ -188,6 +188,8 @@ size_t ps__hold_take(struct ps_hold *h, void *buf, size_t len)
 	k = h->len - h->off;
 	if (k > len - n)
 		k = len - n;
+	if (!k)
+		return n;
 	memcpy(b + n, h->buf + h->off, k);
 	h->off += k;
 	return n + k;
