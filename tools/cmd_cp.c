@@ -241,16 +241,15 @@ static int tally(struct cli_copy *c, int rc, const struct psplice_result *r)
 /* Copy in chunks, each handed to write-behind as it lands, so the page
  * cache never holds more than a few chunks of the destination's dirty
  * pages. */
-static int copy_behind(int in, int out, unsigned int flags, struct psplice_wb *wb,
-		       struct cli_copy *c)
+static int copy_behind(struct psplice_pair *p, int in, int out, unsigned int flags,
+		       struct psplice_wb *wb, struct cli_copy *c)
 {
 	struct cli_copy part;
 	int64_t off = 0; /* DST was just created or truncated */
 	int rc;
 
-	*c = (struct cli_copy){ .method = PSPLICE_METHOD_NONE };
 	for (;;) {
-		rc = cli_copy_len(in, out, CP_WB_CHUNK, flags, &part);
+		rc = cli_pair_copy(p, NULL, in, out, CP_WB_CHUNK, flags, &part);
 		c->bytes += part.bytes;
 		if (part.bytes)
 			c->method = part.method;
@@ -275,8 +274,8 @@ static int copy_behind(int in, int out, unsigned int flags, struct psplice_wb *w
  * between them are never written, so they stay holes in DST, and a
  * trailing hole, which has no extent, is made by ftruncate at the end.
  * wb (may be NULL) paces the writes as copy_behind does. */
-static int copy_extents(int in, int out, unsigned int flags, struct psplice_wb *wb,
-			struct cli_copy *c)
+static int copy_extents(struct psplice_pair *p, int in, int out, unsigned int flags,
+			struct psplice_wb *wb, struct cli_copy *c)
 {
 	struct psplice_result r;
 	int64_t off_in, off_out;
@@ -284,7 +283,6 @@ static int copy_extents(int in, int out, unsigned int flags, struct psplice_wb *
 	uint64_t len;
 	struct stat st;
 
-	*c = (struct cli_copy){ .method = PSPLICE_METHOD_NONE };
 	for (;;) {
 		data = lseek(in, data, SEEK_DATA);
 		if (data < 0) {
@@ -301,7 +299,8 @@ static int copy_extents(int in, int out, unsigned int flags, struct psplice_wb *
 			if (len > CP_WB_CHUNK)
 				len = CP_WB_CHUNK;
 			off_in = off_out = data;
-			if (tally(c, psplice_copy(in, &off_in, out, &off_out, len, flags, &r), &r) < 0)
+			if (tally(c, psplice_pair_copy(p, &off_in, &off_out, len,
+						       flags & ~CLI_PLAN_FLAGS, &r), &r) < 0)
 				return -1;
 			cli_progress_add(r.out_bytes);
 			if (wb && r.out_bytes &&
@@ -393,6 +392,7 @@ static int copy_data(const struct cp_job *j, int in, int out)
 {
 	enum psplice_sync_level level;
 	struct psplice_wb *wb = NULL;
+	struct psplice_pair *pair;
 	bool holes = sparse(j, out), pace = paced(j);
 	unsigned int flags = 0; /* a reflink was refused, or is not wanted */
 	struct cli_copy c;
@@ -437,12 +437,19 @@ static int copy_data(const struct cp_job *j, int in, int out)
 	 * is ESPIPE); without it the copy is as correct, just not paced. */
 	if (pace)
 		wb = psplice_wb_new(out, CP_WB_CHUNK, 0);
-	if (holes)
-		rc = copy_extents(in, out, flags, wb, &c);
-	else if (wb)
-		rc = copy_behind(in, out, flags, wb, &c);
-	else
+	if (holes || wb) {
+		/* Classified once for all the chunks. */
+		c = (struct cli_copy){ .method = PSPLICE_METHOD_NONE };
+		pair = cli_pair(in, out, flags, &c);
+		rc = -1;
+		if (pair && holes)
+			rc = copy_extents(pair, in, out, flags, wb, &c);
+		else if (pair)
+			rc = copy_behind(pair, in, out, flags, wb, &c);
+		psplice_pair_free(pair);
+	} else {
 		rc = cli_copy(in, out, flags, &c);
+	}
 copied:
 	cli_progress_end();
 	if (rc < 0) {

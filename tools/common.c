@@ -174,42 +174,27 @@ static int wait_for(int fd, short events)
 	return r < 0 ? -errno : 0;
 }
 
-/* The engine took these bytes from a non-seekable input and could not
- * deliver them: they exist nowhere else, so they go out before anything
- * more is read. */
-static int put_parked(int fd, const unsigned char *p, size_t n, struct cli_copy *c)
-{
-	ssize_t w;
-	int err;
-
-	while (n) {
-		w = write(fd, p, n);
-		if (w >= 0) {
-			p += w;
-			n -= (size_t)w;
-			c->bytes += (uint64_t)w;
-			continue;
-		}
-		err = errno;
-		if (err == EINTR)
-			continue;
-		if (err == EAGAIN && (err = -wait_for(fd, POLLOUT)) == 0)
-			continue;
-		c->error = err;
-		c->side = PSPLICE_SIDE_OUT;
-		return -1;
-	}
-	return 0;
-}
-
 int cli_copy_len(int fd_in, int fd_out, uint64_t len, unsigned int flags,
 		 struct cli_copy *c)
 {
 	return cli_copy_at(fd_in, NULL, fd_out, len, flags, c);
 }
 
-static int copy_once(int fd_in, int64_t *off_in, int fd_out, uint64_t len,
-		     unsigned int flags, struct cli_copy *c)
+struct psplice_pair *cli_pair(int fd_in, int fd_out, unsigned int flags, struct cli_copy *c)
+{
+	struct psplice_pair *p = psplice_pair_new(fd_in, fd_out, flags & CLI_PLAN_FLAGS);
+
+	if (!p) {
+		c->error = errno;
+		c->side = psplice_last()->side;
+	}
+	return p;
+}
+
+/* Copy on the pair; bytes it took from a non-seekable input and could not
+ * deliver stay pending in it, and go out first on the next copy. */
+static int copy_once(struct psplice_pair *p, int64_t *off_in, int fd_in, int fd_out,
+		     uint64_t len, unsigned int flags, struct cli_copy *c)
 {
 	struct psplice_result r;
 	uint64_t left = len;
@@ -218,7 +203,7 @@ static int copy_once(int fd_in, int64_t *off_in, int fd_out, uint64_t len,
 
 	*c = (struct cli_copy){ .method = PSPLICE_METHOD_NONE };
 	for (;;) {
-		if (psplice_copy(fd_in, off_in, fd_out, NULL, left, flags, &r) == 0)
+		if (psplice_pair_copy(p, off_in, NULL, left, flags & ~CLI_PLAN_FLAGS, &r) == 0)
 			break;
 		c->bytes += r.out_bytes;
 		if (r.out_bytes)
@@ -230,10 +215,6 @@ static int copy_once(int fd_in, int64_t *off_in, int fd_out, uint64_t len,
 			c->side = r.side;
 			return -1;
 		}
-		if (r.parked_len && put_parked(fd_out, r.parked, r.parked_len, c) < 0)
-			return -1;
-		/* Parked bytes were taken from the input, so what is left of a
-		 * bounded copy is counted from what reached the output. */
 		if (len != PSPLICE_TO_EOF) {
 			left = len - c->bytes;
 			if (!left)
@@ -428,22 +409,38 @@ void cli_progress_end(void)
 	prog.on = false;
 }
 
-/* With a progress line, the copy goes in chunks so the line can move. */
+/* The fds are classified once, for the whole copy. With a progress line,
+ * the copy goes in chunks so the line can move. */
 int cli_copy_at(int fd_in, int64_t *off_in, int fd_out, uint64_t len,
 		unsigned int flags, struct cli_copy *c)
+{
+	struct psplice_pair *p;
+	int rc;
+
+	*c = (struct cli_copy){ .method = PSPLICE_METHOD_NONE };
+	p = cli_pair(fd_in, fd_out, flags, c);
+	if (!p)
+		return -1;
+	rc = cli_pair_copy(p, off_in, fd_in, fd_out, len, flags, c);
+	psplice_pair_free(p);
+	return rc;
+}
+
+int cli_pair_copy(struct psplice_pair *p, int64_t *off_in, int fd_in, int fd_out,
+		  uint64_t len, unsigned int flags, struct cli_copy *c)
 {
 	struct cli_copy part;
 	uint64_t n;
 	int rc;
 
 	if (!prog.on)
-		return copy_once(fd_in, off_in, fd_out, len, flags, c);
+		return copy_once(p, off_in, fd_in, fd_out, len, flags, c);
 	*c = (struct cli_copy){ .method = PSPLICE_METHOD_NONE };
 	for (;;) {
 		n = len == PSPLICE_TO_EOF ? PROGRESS_CHUNK : len - c->bytes;
 		if (n > PROGRESS_CHUNK)
 			n = PROGRESS_CHUNK;
-		rc = copy_once(fd_in, off_in, fd_out, n, flags, &part);
+		rc = copy_once(p, off_in, fd_in, fd_out, n, flags, &part);
 		c->bytes += part.bytes;
 		if (part.bytes)
 			c->method = part.method;

@@ -56,9 +56,10 @@ struct cli_copy {
 	int side;        /* enum psplice_side of that error */
 };
 
-/* Copy to end of input with psplice_copy(). An fd that was handed over in
- * non-blocking mode is waited for with poll() rather than failed, and bytes
- * the engine parked are delivered first. 0, or -1 with c->error set. */
+/* Copy to end of input with psplice_pair_copy() on a pair prepared once. An
+ * fd that was handed over in non-blocking mode is waited for with poll()
+ * rather than failed; bytes taken and not yet delivered wait in the pair
+ * and go out first. 0, or -1 with c->error set. */
 int cli_copy(int fd_in, int fd_out, unsigned int flags, struct cli_copy *c);
 /* The same for at most len bytes (PSPLICE_TO_EOF: no limit). Success with
  * c->bytes below len means the input ended. */
@@ -68,6 +69,16 @@ int cli_copy_len(int fd_in, int fd_out, uint64_t len, unsigned int flags,
  * off_in NULL uses the file position. */
 int cli_copy_at(int fd_in, int64_t *off_in, int fd_out, uint64_t len,
 		unsigned int flags, struct cli_copy *c);
+/* The flags that plan a pair; the others are each call's. */
+#define CLI_PLAN_FLAGS (PSPLICE_F_NOFALLBACK | PSPLICE_F_REFLINK | PSPLICE_F_ONLY_MASK | \
+			PSPLICE_F_SIGPIPE_IGNORED)
+/* A pair for the copies below, prepared with the planning flags of flags;
+ * NULL with c->error and c->side set. */
+struct psplice_pair *cli_pair(int fd_in, int fd_out, unsigned int flags,
+			      struct cli_copy *c);
+/* cli_copy_at on a prepared pair of fd_in and fd_out. */
+int cli_pair_copy(struct psplice_pair *p, int64_t *off_in, int fd_in, int fd_out,
+		  uint64_t len, unsigned int flags, struct cli_copy *c);
 
 /* A stream socket address as given on the command line. */
 struct cli_addr {
