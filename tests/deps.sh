@@ -17,6 +17,9 @@ check)
 	want filefrag e2fsprogs
 	want curl curl
 	want iperf3 iperf3
+	want python3 python3
+	# t_cli_relay_slow.sh counts the relay's read/write calls.
+	want strace strace
 	# t_cli_completion.sh drives the completion with bash-completion's helpers.
 	[ -r /usr/share/bash-completion/bash_completion ] || need="$need bash-completion"
 	# gcc's sanitizer runtimes come with gcc; make sure they are there.

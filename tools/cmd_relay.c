@@ -8,6 +8,7 @@
 #include <inttypes.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -33,7 +34,8 @@
 #define RECONNECT_MS 20      /* a unix target with a full queue, the same */
 #define NEVER INT64_MAX
 
-enum { OPT_MAX_CONNS = 0x200, OPT_IDLE, OPT_CONNECT, OPT_DRAIN, OPT_STATS, OPT_COPY };
+enum { OPT_MAX_CONNS = 0x200, OPT_IDLE, OPT_CONNECT, OPT_DRAIN, OPT_STATS, OPT_COPY,
+       OPT_LOWAT, OPT_NAGLE };
 
 static const struct option longopts[] = {
 	{ "jobs", required_argument, NULL, 'j' },
@@ -43,6 +45,8 @@ static const struct option longopts[] = {
 	{ "drain-timeout", required_argument, NULL, OPT_DRAIN },
 	{ "stats-interval", required_argument, NULL, OPT_STATS },
 	{ "copy", required_argument, NULL, OPT_COPY },
+	{ "notsent-lowat", required_argument, NULL, OPT_LOWAT },
+	{ "nagle", no_argument, NULL, OPT_NAGLE },
 	{ "verbose", no_argument, NULL, 'v' },
 	CLI_COMMON_LONGOPTS
 };
@@ -54,6 +58,8 @@ struct relay {
 	uint64_t max_conns;              /* 0: no limit */
 	int64_t idle_ms, connect_ms, drain_ms, stats_ms;
 	unsigned int pair_flags;         /* --copy: the planning flags of each pair */
+	int notsent_lowat;               /* TCP_NOTSENT_LOWAT of each socket; 0: none */
+	bool nagle;                      /* leave TCP_NODELAY off */
 	bool verbose;
 	atomic_bool draining;
 	atomic_uint_fast64_t open, total, ids, bytes[2];
@@ -376,6 +382,20 @@ static void try_connect(struct worker *w, struct conn *c)
 	update_interest(w, c);
 }
 
+/* TCP sockets of a connection: no Nagle delay (a relay that holds a small
+ * reply back for an ACK adds its 40 ms to every request), and, if asked, a
+ * bound on the bytes queued unsent. Other sockets ignore both. */
+static void tune(const struct relay *r, int fd)
+{
+	int one = 1;
+
+	if (!r->nagle)
+		(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (r->notsent_lowat)
+		(void)setsockopt(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &r->notsent_lowat,
+				 sizeof(r->notsent_lowat));
+}
+
 /* Start the connection to TARGET. */
 static void conn_open(struct worker *w, int cfd, const struct sockaddr *sa, socklen_t len)
 {
@@ -410,6 +430,10 @@ static void conn_open(struct worker *w, int cfd, const struct sockaddr *sa, sock
 		return;
 	}
 	c->target.fd = tfd;
+	if (r->target.ss.ss_family != AF_UNIX)
+		tune(r, tfd);
+	if (sa->sa_family != AF_UNIX)
+		tune(r, cfd);
 	c->deadline = now_ms() + r->connect_ms;
 	if (c->deadline < w->next_check)
 		w->next_check = c->deadline;
@@ -874,6 +898,16 @@ static unsigned int copy_arg(const struct cli_cmd *cmd, const char *s)
 	return 0;
 }
 
+static int lowat_arg(const struct cli_cmd *cmd, const char *s)
+{
+	int64_t n = cli_parse_size(s);
+
+	if (n < 0 || n > INT32_MAX)
+		cli_usage_error(cmd, "invalid --notsent-lowat %s (want a size, e.g. 128K)",
+				cli_quote(s));
+	return (int)n;
+}
+
 static int relay_main(const struct cli_cmd *cmd, int argc, char **argv)
 {
 	struct relay r = { .connect_ms = 10000, .drain_ms = 10000 };
@@ -897,6 +931,8 @@ static int relay_main(const struct cli_cmd *cmd, int argc, char **argv)
 		case OPT_DRAIN: r.drain_ms = secs_arg(cmd, "--drain-timeout", optarg); break;
 		case OPT_STATS: r.stats_ms = secs_arg(cmd, "--stats-interval", optarg); break;
 		case OPT_COPY: r.pair_flags = copy_arg(cmd, optarg); break;
+		case OPT_LOWAT: r.notsent_lowat = lowat_arg(cmd, optarg); break;
+		case OPT_NAGLE: r.nagle = true; break;
 		case 'v': r.verbose = true; break;
 		default: cli_common_option(cmd, c);
 		}
@@ -938,6 +974,9 @@ const struct cli_cmd cli_cmd_relay = {
 	"      --copy=HOW           splice (default): socket to pipe to socket in the\n"
 	"                           kernel; readwrite: read and write through a buffer,\n"
 	"                           for comparison or for fds the kernel cannot splice\n"
+	"      --notsent-lowat=SIZE bound the bytes each TCP socket queues unsent\n"
+	"                           (TCP_NOTSENT_LOWAT; default: the system's)\n"
+	"      --nagle              leave Nagle's algorithm on (default: TCP_NODELAY)\n"
 	"  -v, --verbose            log each connection's open and close with byte counts\n"
 	"\n"
 	"Example: " CLI_NAME " relay -v 127.0.0.1:8080 127.0.0.1:80\n",
