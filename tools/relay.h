@@ -1,0 +1,114 @@
+/* psplice relay: what its files share. cmd_relay.c reads the options and
+ * runs the main thread (signals, stats, the end); relay_worker.c runs each
+ * worker's event loop; relay_conn.c moves one connection; relay_net.c makes
+ * the sockets. */
+#ifndef CLI_RELAY_H
+#define CLI_RELAY_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include "common.h"
+
+#define CHUNK (1u << 20)     /* asked of each move */
+#define BUDGET 16            /* calls per direction per event: fairness */
+#define ACCEPT_BATCH 64
+#define RETRY_MS 100         /* a paused listener looks again this often */
+#define RECONNECT_MS 20      /* a unix target with a full queue, the same */
+#define NEVER INT64_MAX
+
+/* What every worker shares; the counters are summed by the stats line. */
+struct relay {
+	struct cli_addr listen, target;
+	int jobs;
+	uint64_t max_conns;              /* 0: no limit */
+	int64_t idle_ms, connect_ms, drain_ms, stats_ms;
+	unsigned int pair_flags;         /* --copy: the planning flags of each pair */
+	int notsent_lowat;               /* TCP_NOTSENT_LOWAT of each socket; 0: none */
+	bool nagle;                      /* leave TCP_NODELAY off */
+	bool verbose;
+	atomic_bool draining;
+	atomic_uint_fast64_t open, total, ids, bytes[2];
+	atomic_int_fast64_t pending[2];  /* held by the pairs, per direction */
+	atomic_uint_fast64_t copied;     /* delivered through user memory */
+	int done_fd;                     /* eventfd: a worker has finished */
+};
+
+enum handle_kind { H_LISTEN, H_WAKE, H_CLIENT, H_TARGET };
+
+/* epoll's data.ptr points at one of these, inside its owner. */
+struct handle {
+	enum handle_kind kind;
+	int fd;
+	uint32_t events;     /* registered with epoll; 0: not registered */
+};
+
+enum dir_state { D_READ, D_WRITE, D_DONE };
+
+/* One direction: 0 is client to target, 1 target to client. */
+struct dir {
+	struct handle *in, *out;
+	struct psplice_pair *pair; /* in to out, prepared once connected */
+	enum dir_state state;
+	uint64_t bytes;      /* delivered */
+	uint64_t pending;    /* taken from in, held by the pair for out */
+};
+
+struct conn {
+	struct conn *prev, *next;
+	struct handle client, target;
+	struct dir d[2];
+	bool connecting;
+	int64_t retry_at;    /* connect again then (unix target busy); 0: no */
+	bool dead;           /* closed; freed after this batch of events */
+	uint64_t id;
+	int64_t deadline;    /* connect timeout, then idle timeout */
+	char peer[80];
+};
+
+struct worker {
+	pthread_t thread;
+	struct relay *r;
+	int ep;
+	struct handle listener, wake;
+	bool paused;         /* listener off: --max-conns reached, or no fds */
+	int64_t drain_end;   /* NEVER until draining */
+	int64_t next_check;  /* earliest deadline worth a sweep */
+	struct conn head;    /* circular list of open connections */
+	struct conn *dead;   /* closed in this batch, linked by next */
+	size_t nconns;
+};
+
+extern const char *const relay_dir_name[2];
+
+static inline int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* relay_net.c */
+void addr_text(const struct sockaddr *sa, socklen_t len, char *buf, size_t size);
+int make_listeners(struct relay *r, struct worker *w);
+void tune(const struct relay *r, int fd);
+
+/* relay_worker.c */
+void update_interest(struct worker *w, struct conn *c);
+void listener_on(struct worker *w, bool on);
+int worker_init(struct relay *r, struct worker *w);
+void *worker_main(void *arg);
+
+/* relay_conn.c */
+void conn_open(struct worker *w, int cfd, const struct sockaddr *sa, socklen_t len);
+void conn_event(struct worker *w, struct conn *c, struct handle *h);
+void conn_close(struct worker *w, struct conn *c, const char *how, int err);
+void connect_failed(struct worker *w, struct conn *c, int err);
+void try_connect(struct worker *w, struct conn *c);
+
+#endif

@@ -1,0 +1,308 @@
+/* psplice relay: one connection's state machine. Connecting to TARGET, then
+ * two directions, each a psplice pair moved with PSPLICE_F_NONBLOCK until it
+ * would block on the side the engine names, ends (the half-close is passed
+ * on once the pair holds nothing), or fails; then the close and its report. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "relay.h"
+
+const char *const relay_dir_name[2] = { "client->target", "target->client" };
+
+static void log_close(struct worker *w, struct conn *c, const char *how, int err)
+{
+	bool failed = how != NULL;
+	char lost[2][64] = { "", "" };
+	int i;
+
+	if (!failed && !w->r->verbose)
+		return;
+	/* Bytes taken from one side that never reached the other are named:
+	 * a failed connection says exactly what went where. */
+	for (i = 0; i < 2; i++)
+		if (c->d[i].pending)
+			snprintf(lost[i], sizeof(lost[i]), " (%" PRIu64 " more read, not delivered)",
+				 c->d[i].pending);
+	fprintf(stderr, CLI_NAME ": relay: #%" PRIu64 " %s %s%s%s: %" PRIu64 " bytes %s%s, %"
+		PRIu64 " bytes %s%s\n", c->id, c->peer, failed ? how : "closed",
+		err ? ": " : "", err ? strerror(err) : "", c->d[0].bytes, relay_dir_name[0],
+		lost[0], c->d[1].bytes, relay_dir_name[1], lost[1]);
+}
+
+/* Close without a reset: a client whose data we never read would get an
+ * RST from close(), so what it sent is read and dropped first (bounded). */
+static void close_gently(int fd)
+{
+	char sink[4096];
+	int i;
+
+	shutdown(fd, SHUT_WR);
+	for (i = 0; i < 16 && recv(fd, sink, sizeof(sink), MSG_DONTWAIT) > 0; i++)
+		;
+	close(fd);
+}
+
+void conn_close(struct worker *w, struct conn *c, const char *how, int err)
+{
+	int i;
+
+	log_close(w, c, how, err);
+	if (c->connecting)
+		close_gently(c->client.fd);
+	else
+		close(c->client.fd);
+	if (c->target.fd >= 0)
+		close(c->target.fd);
+	/* What a pair still holds is handed back by psplice_pair_free: the
+	 * output is gone or stalled past its timeout, so it is dropped here,
+	 * counted in the report above. */
+	for (i = 0; i < 2; i++) {
+		psplice_pair_free(c->d[i].pair);
+		atomic_fetch_sub(&w->r->pending[i], (int_fast64_t)c->d[i].pending);
+	}
+	c->prev->next = c->next;
+	c->next->prev = c->prev;
+	w->nconns--;
+	/* Later events of this batch may name it: free it after them. */
+	c->dead = true;
+	c->next = w->dead;
+	w->dead = c;
+	atomic_fetch_sub(&w->r->open, 1);
+	/* A slot is free again: this worker may take the next client. */
+	if (w->paused && w->drain_end == NEVER)
+		listener_on(w, true);
+}
+
+static void touch(struct worker *w, struct conn *c)
+{
+	c->deadline = w->r->idle_ms ? now_ms() + w->r->idle_ms : NEVER;
+	/* Later than before, except right after connecting: sweep by then. */
+	if (c->deadline < w->next_check)
+		w->next_check = c->deadline;
+}
+
+/* Both directions classified and planned once, for all their moves. serve()
+ * ignores SIGPIPE before any worker starts and never restores it, so the
+ * pairs say so and their moves skip the engine's SIGPIPE guard. */
+static int prepare_pairs(struct conn *c, unsigned int flags)
+{
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		c->d[i].pair = psplice_pair_new(c->d[i].in->fd, c->d[i].out->fd,
+						flags | PSPLICE_F_SIGPIPE_IGNORED);
+		if (!c->d[i].pair)
+			return -errno;
+	}
+	return 0;
+}
+
+static void connected(struct worker *w, struct conn *c)
+{
+	int err = prepare_pairs(c, w->r->pair_flags);
+
+	c->connecting = false;
+	if (err < 0) {
+		conn_close(w, c, "cannot relay", -err);
+		return;
+	}
+	c->d[0].state = D_READ;
+	c->d[1].state = D_READ;
+	touch(w, c);
+	update_interest(w, c);
+}
+
+void connect_failed(struct worker *w, struct conn *c, int err)
+{
+	cli_error(err, "relay: #%" PRIu64 " %s: cannot connect to %s", c->id, c->peer,
+		  cli_quote(w->r->target.text));
+	conn_close(w, c, NULL, 0);
+}
+
+/* TCP completes in the loop (EPOLLOUT). A unix listener whose queue is full
+ * says EAGAIN at once instead of making us wait: try again shortly, until
+ * the connect timeout. */
+void try_connect(struct worker *w, struct conn *c)
+{
+	const struct cli_addr *t = &w->r->target;
+
+	c->retry_at = 0;
+	if (connect(c->target.fd, (const struct sockaddr *)&t->ss, t->len) == 0) {
+		connected(w, c);
+		return;
+	}
+	if (errno == EAGAIN && t->ss.ss_family == AF_UNIX) {
+		c->retry_at = now_ms() + RECONNECT_MS;
+		if (c->retry_at < w->next_check)
+			w->next_check = c->retry_at;
+	} else if (errno != EINPROGRESS) {
+		connect_failed(w, c, errno);
+		return;
+	}
+	update_interest(w, c);
+}
+
+/* Start the connection to TARGET. */
+void conn_open(struct worker *w, int cfd, const struct sockaddr *sa, socklen_t len)
+{
+	struct relay *r = w->r;
+	struct conn *c = calloc(1, sizeof(*c));
+	int tfd;
+
+	if (!c) {
+		close(cfd);
+		atomic_fetch_sub(&r->open, 1);
+		return;
+	}
+	c->id = atomic_fetch_add(&r->ids, 1) + 1;
+	atomic_fetch_add(&r->total, 1);
+	addr_text(sa, len, c->peer, sizeof(c->peer));
+	c->client = (struct handle){ .kind = H_CLIENT, .fd = cfd };
+	c->target = (struct handle){ .kind = H_TARGET, .fd = -1 };
+	c->d[0] = (struct dir){ .in = &c->client, .out = &c->target, .state = D_DONE };
+	c->d[1] = (struct dir){ .in = &c->target, .out = &c->client, .state = D_DONE };
+	c->next = w->head.next;
+	c->prev = &w->head;
+	w->head.next->prev = c;
+	w->head.next = c;
+	w->nconns++;
+	c->connecting = true;
+	if (r->verbose)
+		fprintf(stderr, CLI_NAME ": relay: #%" PRIu64 " %s open\n", c->id, c->peer);
+
+	tfd = socket(r->target.ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (tfd < 0) {
+		connect_failed(w, c, errno);
+		return;
+	}
+	c->target.fd = tfd;
+	if (r->target.ss.ss_family != AF_UNIX)
+		tune(r, tfd);
+	if (sa->sa_family != AF_UNIX)
+		tune(r, cfd);
+	c->deadline = now_ms() + r->connect_ms;
+	if (c->deadline < w->next_check)
+		w->next_check = c->deadline;
+	try_connect(w, c);
+}
+
+static void connect_done(struct worker *w, struct conn *c)
+{
+	int err = 0;
+	socklen_t l = sizeof(err);
+
+	if (getsockopt(c->target.fd, SOL_SOCKET, SO_ERROR, &err, &l) < 0)
+		err = errno;
+	if (err)
+		connect_failed(w, c, err);
+	else
+		connected(w, c);
+}
+
+/* A move's bytes: delivered ones for the report and the stats line, and
+ * what the pair holds now (pending after = before + taken - delivered). */
+static void count(struct worker *w, struct conn *c, struct dir *d,
+		  const struct psplice_result *res)
+{
+	int i = d == &c->d[1];
+
+	d->bytes += res->out_bytes;
+	d->pending = d->pending + res->in_bytes - res->out_bytes;
+	if (res->out_bytes)
+		atomic_fetch_add(&w->r->bytes[i], res->out_bytes);
+	if (res->in_bytes != res->out_bytes)
+		atomic_fetch_add(&w->r->pending[i],
+				 (int_fast64_t)res->in_bytes - (int_fast64_t)res->out_bytes);
+	if (res->method == PSPLICE_METHOD_READWRITE)
+		atomic_fetch_add(&w->r->copied, res->out_bytes);
+}
+
+/* Why a direction stopped, for the report. */
+struct failure {
+	const char *how;
+	int err;
+};
+
+static void fail_on(struct failure *f, struct conn *c, struct handle *h, bool reading,
+		    int err)
+{
+	static const char *const how[2][2] = {
+		{ "error writing to client", "error writing to target" },
+		{ "error reading from client", "error reading from target" },
+	};
+
+	f->how = how[reading][h == &c->target];
+	f->err = err;
+}
+
+/* Move one direction until it would block, ends, fails or used its
+ * budget. -1 when the connection must close (f says why). What the output
+ * cannot take stays in the pair, in its pipe, and goes out first when the
+ * output has room: the relay never copies a byte itself. */
+static int pump(struct worker *w, struct conn *c, struct dir *d, struct failure *f)
+{
+	struct psplice_result res;
+	int i;
+
+	for (i = 0; i < BUDGET; i++) {
+		psplice_pair_move(d->pair, NULL, NULL, CHUNK, PSPLICE_F_NONBLOCK, &res);
+		count(w, c, d, &res);
+		if (res.in_bytes)
+			touch(w, c);
+		if (!res.error) {
+			if (res.in_bytes || res.out_bytes)
+				continue;
+			/* End of input, and nothing pending (a move delivers
+			 * those first): forward the half-close; the other
+			 * direction keeps flowing. */
+			shutdown(d->out->fd, SHUT_WR);
+			d->state = D_DONE;
+			return 0;
+		}
+		if (res.error == EINTR)
+			continue;
+		if (res.error == EAGAIN) {
+			d->state = res.side == PSPLICE_SIDE_OUT ? D_WRITE : D_READ;
+			return 0;
+		}
+		fail_on(f, c, res.side == PSPLICE_SIDE_IN ? d->in : d->out,
+			res.side == PSPLICE_SIDE_IN, res.error);
+		return -1;
+	}
+	/* Budget used: epoll is level-triggered and reports the side again. */
+	d->state = d->pending ? D_WRITE : D_READ;
+	return 0;
+}
+
+void conn_event(struct worker *w, struct conn *c, struct handle *h)
+{
+	struct failure f = { NULL, 0 };
+	int i;
+
+	if (c->dead)
+		return;
+	if (c->connecting) {
+		if (h == &c->target)
+			connect_done(w, c);
+		return;
+	}
+	for (i = 0; i < 2; i++) {
+		struct dir *d = &c->d[i];
+
+		if ((d->state == D_READ && d->in == h) || (d->state == D_WRITE && d->out == h))
+			if (pump(w, c, d, &f) < 0) {
+				conn_close(w, c, f.how, f.err);
+				return;
+			}
+	}
+	if (c->d[0].state == D_DONE && c->d[1].state == D_DONE) {
+		conn_close(w, c, NULL, 0);
+		return;
+	}
+	update_interest(w, c);
+}

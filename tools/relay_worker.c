@@ -1,0 +1,233 @@
+/* psplice relay: a worker thread. Its own epoll loop over its listener and
+ * its connections, accepting under --max-conns, the timeouts, and the drain
+ * after SIGTERM. */
+#include <errno.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "relay.h"
+
+static void set_events(struct worker *w, struct handle *h, uint32_t events)
+{
+	struct epoll_event ev = { .events = events, .data.ptr = h };
+	int op;
+
+	if (events == h->events)
+		return;
+	/* An fd nobody waits on is taken out of the set: a hangup on it would
+	 * otherwise be reported again and again (EPOLLHUP cannot be masked). */
+	op = !events ? EPOLL_CTL_DEL : h->events ? EPOLL_CTL_MOD : EPOLL_CTL_ADD;
+	if (epoll_ctl(w->ep, op, h->fd, &ev) == 0 || op == EPOLL_CTL_DEL)
+		h->events = events;
+}
+
+/* Each fd waits for what the directions using it wait for, nothing else. */
+void update_interest(struct worker *w, struct conn *c)
+{
+	uint32_t ev[2] = { 0, 0 };   /* client, target */
+	int i;
+
+	if (c->connecting) {
+		/* A socket between two connect attempts has nothing to say. */
+		set_events(w, &c->target, c->retry_at ? 0 : EPOLLOUT);
+		return;
+	}
+	for (i = 0; i < 2; i++) {
+		struct dir *d = &c->d[i];
+
+		if (d->state == D_READ)
+			ev[d->in == &c->target] |= EPOLLIN;
+		else if (d->state == D_WRITE)
+			ev[d->out == &c->target] |= EPOLLOUT;
+	}
+	set_events(w, &c->client, ev[0]);
+	set_events(w, &c->target, ev[1]);
+}
+
+void listener_on(struct worker *w, bool on)
+{
+	/* EPOLLEXCLUSIVE: a shared unix listener wakes one worker, not all. */
+	uint32_t ev = EPOLLIN | (w->r->listen.ss.ss_family == AF_UNIX ? EPOLLEXCLUSIVE : 0);
+
+	if (w->listener.fd < 0)
+		return;
+	/* EPOLLEXCLUSIVE cannot be modified, only added and deleted. */
+	set_events(w, &w->listener, on ? ev : 0);
+	w->paused = !on;
+}
+
+/* Take a slot under --max-conns, or say there is none. */
+static bool reserve_slot(struct relay *r)
+{
+	uint_fast64_t open = atomic_load(&r->open);
+
+	do {
+		if (r->max_conns && open >= r->max_conns)
+			return false;
+	} while (!atomic_compare_exchange_weak(&r->open, &open, open + 1));
+	return true;
+}
+
+static void accept_some(struct worker *w)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	int i, fd;
+
+	for (i = 0; i < ACCEPT_BATCH; i++) {
+		if (!reserve_slot(w->r)) {
+			/* Others' connections may close: look again soon. */
+			listener_on(w, false);
+			if (now_ms() + RETRY_MS < w->next_check)
+				w->next_check = now_ms() + RETRY_MS;
+			return;
+		}
+		len = sizeof(ss);
+		fd = accept4(w->listener.fd, (struct sockaddr *)&ss, &len,
+			     SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd >= 0) {
+			conn_open(w, fd, (struct sockaddr *)&ss, len);
+			continue;
+		}
+		atomic_fetch_sub(&w->r->open, 1);
+		if (errno == EINTR || errno == ECONNABORTED)
+			continue;
+		if (errno != EAGAIN) {
+			/* Out of fds: the queue stays readable, so pause
+			 * rather than spin on it. */
+			cli_error(errno, "relay: accept");
+			listener_on(w, false);
+			w->next_check = now_ms() + RETRY_MS;
+		}
+		return;
+	}
+}
+
+/* Timeouts and a paused listener; returns the next deadline. */
+static void sweep(struct worker *w)
+{
+	int64_t now = now_ms(), next = w->drain_end;
+	struct conn *c, *n;
+
+	for (c = w->head.next; c != &w->head; c = n) {
+		n = c->next;
+		if (c->deadline <= now) {
+			if (c->connecting)
+				connect_failed(w, c, ETIMEDOUT);
+			else
+				conn_close(w, c, "idle timeout", 0);
+			continue;
+		}
+		if (c->retry_at && c->retry_at <= now) {
+			try_connect(w, c);
+			if (c->dead)
+				continue;
+		}
+		if (c->deadline < next)
+			next = c->deadline;
+		if (c->retry_at && c->retry_at < next)
+			next = c->retry_at;
+	}
+	if (w->paused && w->drain_end == NEVER) {
+		listener_on(w, true);
+		if (now + RETRY_MS < next)
+			next = now + RETRY_MS;
+	}
+	w->next_check = next;
+}
+
+static void start_drain(struct worker *w)
+{
+	uint64_t v;
+
+	if (read(w->wake.fd, &v, sizeof(v)) < 0 || w->drain_end != NEVER)
+		return;
+	listener_on(w, false);
+	/* Closed, not only unwatched: new clients are refused rather than
+	 * left in a queue nobody reads. A shared unix listener stays open
+	 * (other workers hold it); its path is already gone. */
+	if (w->r->listen.ss.ss_family != AF_UNIX) {
+		close(w->listener.fd);
+		w->listener.fd = -1;
+	}
+	w->drain_end = now_ms() + w->r->drain_ms;
+	if (w->drain_end < w->next_check)
+		w->next_check = w->drain_end;
+}
+
+static struct conn *conn_of(struct handle *h)
+{
+	size_t off = h->kind == H_CLIENT ? offsetof(struct conn, client) :
+		     offsetof(struct conn, target);
+
+	return (struct conn *)((char *)h - off);
+}
+
+static void bury(struct worker *w)
+{
+	struct conn *c;
+
+	while ((c = w->dead)) {
+		w->dead = c->next;
+		free(c);
+	}
+}
+
+void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+	struct epoll_event ev[64];
+	int64_t now;
+	uint64_t one = 1;
+	int n, i, timeout;
+
+	while (w->drain_end == NEVER || w->nconns) {
+		now = now_ms();
+		if (w->drain_end != NEVER && now >= w->drain_end) {
+			while (w->head.next != &w->head)
+				conn_close(w, w->head.next, "closed at drain timeout", 0);
+			break;
+		}
+		if (now >= w->next_check)
+			sweep(w);
+		timeout = w->next_check == NEVER ? -1 :
+			  (int)(w->next_check - now > 0 ? w->next_check - now : 0);
+		n = epoll_wait(w->ep, ev, 64, timeout);
+		for (i = 0; i < n; i++) {
+			struct handle *h = ev[i].data.ptr;
+
+			if (h->kind == H_LISTEN)
+				accept_some(w);
+			else if (h->kind == H_WAKE)
+				start_drain(w);
+			else
+				conn_event(w, conn_of(h), h);
+		}
+		bury(w);
+	}
+	bury(w);
+	if (write(w->r->done_fd, &one, sizeof(one)) < 0)
+		cli_error(errno, "relay: eventfd");
+	return NULL;
+}
+
+int worker_init(struct relay *r, struct worker *w)
+{
+	w->r = r;
+	w->drain_end = NEVER;
+	w->next_check = NEVER;
+	w->head.next = w->head.prev = &w->head;
+	w->listener.kind = H_LISTEN;
+	w->wake = (struct handle){ .kind = H_WAKE };
+	w->ep = epoll_create1(EPOLL_CLOEXEC);
+	w->wake.fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (w->ep < 0 || w->wake.fd < 0)
+		return -1;
+	set_events(w, &w->wake, EPOLLIN);
+	listener_on(w, true);
+	return w->wake.events && !w->paused ? 0 : -1;
+}
