@@ -31,6 +31,20 @@ rc_is $LINENO 0; same $LINENO want.abcab o
 "$P" cat empty <empty >o 2>err; rc=$?
 rc_is $LINENO 0; is $LINENO 0 "$(wc -c <o)"
 
+# a regular file on standard input is read from its position, which is left
+# at the end, as cat(1) does: after the shell read a line, twice in a row,
+# and for the next reader of the same open file
+printf 'one\ntwo\nthree\n' >lines
+{ read -r x; "$P" cat; } <lines >o 2>err; rc=$?
+rc_is $LINENO 0; is $LINENO "two
+three" "$(cat o)"
+"$P" cat - - <lines >o 2>err; rc=$?
+rc_is $LINENO 0; same $LINENO lines o
+is $LINENO 0 "$( ("$P" cat >/dev/null; cat | wc -c) <lines)"
+# with --offset, a file is read there and its position stays
+is $LINENO "three
+one" "$( ("$P" cat --offset=8 >/dev/null; "$P" cat --offset=8; head -n 1) <lines)"
+
 # a missing file is reported, the next one is still copied
 cat a b >want.ab
 "$P" cat a nope b >o 2>err; rc=$?

@@ -78,16 +78,18 @@ static bool seekable(int fd)
 	return fstat(fd, &st) == 0 && (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode));
 }
 
-/* A file is read at the offset without moving its position; a pipe or a
- * socket has the first bytes spliced away to /dev/null. */
+/* Without --offset, an input is read from its position, which moves, as
+ * cat(1) does: a standard input redirected from a file and partly read by
+ * the shell goes on from there, and is left at its end. With one, a file is
+ * read at the offset without moving its position; a pipe or a socket has
+ * the first bytes spliced away to /dev/null. */
 static int copy_range(int fd, const struct range *rg, struct cli_copy *c)
 {
 	int64_t off = rg->offset;
 	int null, r;
 
 	if (!rg->offset || seekable(fd))
-		return cli_copy_at(fd, rg->offset || seekable(fd) ? &off : NULL,
-				   out_fd, rg->length, 0, c);
+		return cli_copy_at(fd, rg->offset ? &off : NULL, out_fd, rg->length, 0, c);
 	null = open("/dev/null", O_WRONLY | O_CLOEXEC);
 	if (null < 0) {
 		*c = (struct cli_copy){ .error = errno, .side = PSPLICE_SIDE_NONE };
