@@ -207,7 +207,15 @@ err_is $LINENO "psplice: -r not specified; omitting directory 't'"
 # -r with a file is a plain copy
 "$P" cp -r a r.file 2>err; rc=$?
 rc_is $LINENO 0; same $LINENO a r.file
-rm -rf t t.* into r.file
+# a link to a directory inside DST is not followed: nothing is written
+# outside DST; one given as DST itself is
+mkdir -p m1/sub m2 realsub n2 && echo x >m1/sub/f && ln -s ../realsub m2/sub && ln -s n2 n2.link
+"$P" cp -r m1/. m2 2>err; rc=$?
+rc_is $LINENO 1; [ -z "$(ls realsub)" ] || fail $LINENO "wrote outside m2: $(ls realsub)"
+err_is $LINENO "psplice: cannot overwrite non-directory 'm2/./sub' with directory 'm1/./sub'"
+"$P" cp -r m1 n2.link 2>err; rc=$?
+rc_is $LINENO 0; same $LINENO m1/sub/f n2/m1/sub/f
+rm -rf t t.* into r.file m1 m2 realsub n2 n2.link
 
 # --- files whose size says nothing of their length ------------------------------
 # sysfs says 4096 bytes and no block for 23: the copy is what reading gives,

@@ -658,10 +658,15 @@ static int cp_dir(struct cp_tree *t, const char *src, const char *dst,
 			  cli_quote(t->top_src), cli_quote(t->top_dst));
 		return -1;
 	}
-	/* Ours to fill first: SOURCE's mode may not let us write into it. */
+	/* Ours to fill first: SOURCE's mode may not let us write into it. A
+	 * link to a directory is followed when it is DST itself, given on the
+	 * command line, never inside the tree: the copy would write outside
+	 * it (cp -r refuses too). */
 	if (mkdir(dst, 0700) == 0) {
 		made = true;
-	} else if (errno != EEXIST || stat(dst, &dst_st) < 0 || !S_ISDIR(dst_st.st_mode)) {
+	} else if (errno != EEXIST ||
+		   (t->top_known ? lstat(dst, &dst_st) : stat(dst, &dst_st)) < 0 ||
+		   !S_ISDIR(dst_st.st_mode)) {
 		if (errno == EEXIST)
 			cli_error(0, "cannot overwrite non-directory %s with directory %s",
 				  cli_quote(dst), cli_quote(src));
