@@ -21,7 +21,7 @@
 #include "relay.h"
 
 enum { OPT_MAX_CONNS = 0x200, OPT_IDLE, OPT_CONNECT, OPT_DRAIN, OPT_STATS, OPT_COPY,
-       OPT_LOWAT, OPT_NAGLE };
+       OPT_LOWAT, OPT_NAGLE, OPT_REUSEPORT, OPT_UNIX_MODE };
 
 static const struct option longopts[] = {
 	{ "jobs", required_argument, NULL, 'j' },
@@ -33,6 +33,8 @@ static const struct option longopts[] = {
 	{ "copy", required_argument, NULL, OPT_COPY },
 	{ "notsent-lowat", required_argument, NULL, OPT_LOWAT },
 	{ "nagle", no_argument, NULL, OPT_NAGLE },
+	{ "reuseport", no_argument, NULL, OPT_REUSEPORT },
+	{ "unix-mode", required_argument, NULL, OPT_UNIX_MODE },
 	{ "verbose", no_argument, NULL, 'v' },
 	CLI_COMMON_LONGOPTS
 };
@@ -107,6 +109,7 @@ static int serve(struct relay *r, struct worker *w)
 	sigemptyset(&set);
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
 	sigaddset(&set, SIGUSR1);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	sfd = signalfd(-1, &set, SFD_CLOEXEC);
@@ -215,9 +218,21 @@ static int lowat_arg(const struct cli_cmd *cmd, const char *s)
 	return (int)n;
 }
 
+/* An octal mode, as chmod(1) takes it: 660, 0600. */
+static int mode_arg(const struct cli_cmd *cmd, const char *s)
+{
+	char *end;
+	unsigned long m = strtoul(s, &end, 8);
+
+	if (!*s || *end || m > 07777)
+		cli_usage_error(cmd, "invalid --unix-mode %s (want an octal mode, e.g. 660)",
+				cli_quote(s));
+	return (int)m;
+}
+
 static int relay_main(const struct cli_cmd *cmd, int argc, char **argv)
 {
-	struct relay r = { .connect_ms = 10000, .drain_ms = 10000 };
+	struct relay r = { .connect_ms = 10000, .drain_ms = 10000, .unix_mode = -1 };
 	const char *why = NULL;
 	uint64_t jobs = 0;
 	int c;
@@ -240,6 +255,8 @@ static int relay_main(const struct cli_cmd *cmd, int argc, char **argv)
 		case OPT_COPY: r.pair_flags = copy_arg(cmd, optarg); break;
 		case OPT_LOWAT: r.notsent_lowat = lowat_arg(cmd, optarg); break;
 		case OPT_NAGLE: r.nagle = true; break;
+		case OPT_REUSEPORT: r.reuseport = true; break;
+		case OPT_UNIX_MODE: r.unix_mode = mode_arg(cmd, optarg); break;
 		case 'v': r.verbose = true; break;
 		default: cli_common_option(cmd, c);
 		}
@@ -269,7 +286,7 @@ const struct cli_cmd cli_cmd_relay = {
 	.help =
 	"Accept connections on LISTEN and forward each to TARGET, both directions\n"
 	"by splice through the kernel. Addresses: HOST:PORT, [IPv6]:PORT, unix:PATH.\n"
-	"A half-close is passed on; SIGTERM or SIGINT stops accepting and lets open\n"
+	"A half-close is passed on; SIGTERM, SIGINT or SIGHUP stops accepting and lets open\n"
 	"connections finish; SIGUSR1 prints the counters.\n"
 	"\n"
 	"  -j, --jobs=N             worker threads (default: number of CPUs)\n"
@@ -284,6 +301,9 @@ const struct cli_cmd cli_cmd_relay = {
 	"      --notsent-lowat=SIZE bound the bytes each TCP socket queues unsent\n"
 	"                           (TCP_NOTSENT_LOWAT; default: the system's)\n"
 	"      --nagle              leave Nagle's algorithm on (default: TCP_NODELAY)\n"
+	"      --reuseport          share LISTEN with another process listening there\n"
+	"                           (SO_REUSEPORT); without it, that is refused\n"
+	"      --unix-mode=MODE     the mode of a unix LISTEN socket (octal, e.g. 660)\n"
 	"  -v, --verbose            log each connection's open and close with byte counts\n"
 	"\n"
 	"Example: " CLI_NAME " relay -v 127.0.0.1:8080 127.0.0.1:80\n",

@@ -309,6 +309,21 @@ int cli_parse_addr(const char *s, struct cli_addr *a, bool passive, const char *
 	}
 	memcpy(host, s, hl);
 	host[hl] = '\0';
+	/* getaddrinfo takes a number modulo 65536 (99999 is 34463); port 0
+	 * means "any" to bind and nothing to connect to. A name ("http") is
+	 * the services database's. */
+	if (strspn(port, "0123456789") == strlen(port)) {
+		unsigned long p = strtoul(port, NULL, 10);
+
+		if (strlen(port) > 5 || p > 65535) {
+			*why = "port out of range (0 to 65535)";
+			return -1;
+		}
+		if (!p && !passive) {
+			*why = "port 0 is not a port to connect to";
+			return -1;
+		}
+	}
 	if (passive)
 		hints.ai_flags = AI_PASSIVE;
 	err = getaddrinfo(host, port, &hints, &ai);

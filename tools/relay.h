@@ -30,6 +30,9 @@ struct relay {
 	unsigned int pair_flags;         /* --copy: the planning flags of each pair */
 	int notsent_lowat;               /* TCP_NOTSENT_LOWAT of each socket; 0: none */
 	bool nagle;                      /* leave TCP_NODELAY off */
+	bool reuseport;                  /* share the port with other processes */
+	bool shared;                     /* one listener for all the workers */
+	int unix_mode;                   /* a unix listener's mode; -1: the umask's */
 	bool verbose;
 	atomic_bool draining;
 	atomic_uint_fast64_t open, total, ids, bytes[2];

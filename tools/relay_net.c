@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -33,9 +34,29 @@ void addr_text(const struct sockaddr *sa, socklen_t len, char *buf, size_t size)
 	snprintf(buf, size, sa->sa_family == AF_INET6 ? "[%s]:%s" : "%s:%s", host, port);
 }
 
-static int listen_on(const struct sockaddr *sa, socklen_t len, bool reuseport)
+/* A unix socket file nobody listens on (a relay that was killed left it):
+ * connecting to it is refused. */
+static bool stale(const struct sockaddr *sa, socklen_t len)
+{
+	struct stat st;
+	int fd, r;
+
+	/* Connecting to a file that is not a socket is refused too. */
+	if (lstat(((const struct sockaddr_un *)sa)->sun_path, &st) < 0 || !S_ISSOCK(st.st_mode))
+		return false;
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return false;
+	r = connect(fd, sa, len);
+	close(fd);
+	return r < 0 && errno == ECONNREFUSED;
+}
+
+static int listen_on(const struct relay *r, const struct sockaddr *sa, socklen_t len,
+		     bool reuseport)
 {
 	int fd = socket(sa->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	const char *path = ((const struct sockaddr_un *)sa)->sun_path;
 	int one = 1, err;
 
 	if (fd < 0)
@@ -47,7 +68,16 @@ static int listen_on(const struct sockaddr *sa, socklen_t len, bool reuseport)
 		if (reuseport && setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) < 0)
 			goto fail;
 	}
-	if (bind(fd, sa, len) < 0 || listen(fd, SOMAXCONN) < 0)
+	if (bind(fd, sa, len) < 0) {
+		if (sa->sa_family != AF_UNIX || errno != EADDRINUSE || !stale(sa, len) ||
+		    unlink(path) < 0 || bind(fd, sa, len) < 0)
+			goto fail;
+	}
+	/* Before listen(): no client connects while the mode is still wrong. */
+	if (sa->sa_family == AF_UNIX && r->unix_mode >= 0 &&
+	    chmod(path, (mode_t)r->unix_mode) < 0)
+		goto fail;
+	if (listen(fd, SOMAXCONN) < 0)
 		goto fail;
 	return fd;
 fail:
@@ -56,8 +86,15 @@ fail:
 	return -err;
 }
 
-/* TCP: one SO_REUSEPORT listener per worker; the first bind settles port 0
- * and the others take the port it got. Unix: one listener, shared. */
+
+
+/* One listener, shared by the workers (each woken alone, EPOLLEXCLUSIVE).
+ * With --reuseport on TCP, one SO_REUSEPORT listener per worker instead,
+ * the kernel spreading connections among them; the first bind settles
+ * port 0 and the others take the port it got. SO_REUSEPORT lets any process
+ * of the same user bind the port too and take a share of its connections,
+ * so a second relay started by mistake would do so silently: only when
+ * asked. Unix: a stale socket file is replaced, a live one is not. */
 int make_listeners(struct relay *r, struct worker *w)
 {
 	struct sockaddr_storage ss = r->listen.ss;
@@ -65,17 +102,18 @@ int make_listeners(struct relay *r, struct worker *w)
 	bool unix_sock = ss.ss_family == AF_UNIX;
 	int i, fd;
 
+	r->shared = unix_sock || !r->reuseport;
 	for (i = 0; i < r->jobs; i++) {
-		if (unix_sock && i) {
+		if (r->shared && i) {
 			w[i].listener.fd = w[0].listener.fd;
 			continue;
 		}
-		fd = listen_on((struct sockaddr *)&ss, len, !unix_sock);
+		fd = listen_on(r, (struct sockaddr *)&ss, len, !r->shared);
 		if (fd < 0) {
 			cli_error(-fd, "cannot listen on %s", cli_quote(r->listen.text));
 			return -1;
 		}
-		if (!i && !unix_sock)
+		if (!i && !r->shared)
 			getsockname(fd, (struct sockaddr *)&ss, &len);
 		w[i].listener.fd = fd;
 	}

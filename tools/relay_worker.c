@@ -51,7 +51,7 @@ void update_interest(struct worker *w, struct conn *c)
 void listener_on(struct worker *w, bool on)
 {
 	/* EPOLLEXCLUSIVE: a shared unix listener wakes one worker, not all. */
-	uint32_t ev = EPOLLIN | (w->r->listen.ss.ss_family == AF_UNIX ? EPOLLEXCLUSIVE : 0);
+	uint32_t ev = EPOLLIN | (w->r->shared ? EPOLLEXCLUSIVE : 0);
 
 	if (w->listener.fd < 0)
 		return;
@@ -148,11 +148,14 @@ static void start_drain(struct worker *w)
 		return;
 	listener_on(w, false);
 	/* Closed, not only unwatched: new clients are refused rather than
-	 * left in a queue nobody reads. A shared unix listener stays open
-	 * (other workers hold it); its path is already gone. */
-	if (w->r->listen.ss.ss_family != AF_UNIX) {
+	 * left in a queue nobody reads. A shared TCP listener is shut down,
+	 * its fd left to the others (shutting it down again is harmless); a
+	 * unix one stays open, and its path is already gone. */
+	if (!w->r->shared) {
 		close(w->listener.fd);
 		w->listener.fd = -1;
+	} else if (w->r->listen.ss.ss_family != AF_UNIX) {
+		shutdown(w->listener.fd, SHUT_RDWR);
 	}
 	w->drain_end = now_ms() + w->r->drain_ms;
 	if (w->drain_end < w->next_check)

@@ -1,0 +1,86 @@
+#!/bin/sh
+# psplice relay's addresses and listeners, as a user meets them: ports out
+# of range and port 0 as a target refused; a second relay on the same
+# address refused unless --reuseport; a unix listener's mode, a stale socket
+# file replaced and a live one kept; SIGHUP ends the relay like SIGTERM and
+# removes its socket file. Every wait is bounded.
+[ -z "${BASH_VERSION:-}" ] && command -v bash >/dev/null && exec bash "$0" "$@"
+name=t_cli_relay_opts; . "$(dirname "$0")/cli-lib.sh"
+pids=
+cli_cleanup() { for p in $pids; do kill "$p" 2>/dev/null; done; }
+wait_for() { # FILE PATTERN: up to 10 s
+	i=0
+	while ! grep -q "$2" "$1" 2>/dev/null; do
+		i=$((i + 1))
+		[ $i -le 100 ] || return 1
+		sleep 0.1
+	done
+}
+gone() { # PID: up to 10 s
+	i=0
+	while kill -0 "$1" 2>/dev/null; do
+		i=$((i + 1))
+		[ $i -le 100 ] || return 1
+		sleep 0.1
+	done
+}
+
+"$P" relay 127.0.0.1:99999 127.0.0.1:80 2>err; rc=$?
+rc_is $LINENO 1
+is $LINENO "psplice: invalid address '127.0.0.1:99999': port out of range (0 to 65535)" "$(head -1 err)"
+"$P" relay 127.0.0.1:0 127.0.0.1:0 2>err; rc=$?
+rc_is $LINENO 1
+is $LINENO "psplice: invalid address '127.0.0.1:0': port 0 is not a port to connect to" "$(head -1 err)"
+
+# A relay on a port, then another on the same one.
+"$P" relay -v -j 2 127.0.0.1:0 127.0.0.1:9 2>first.log &
+first=$!; pids="$pids $first"
+wait_for first.log "listening on" || fail $LINENO "the first relay did not start"
+port=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\),.*/\1/p' first.log)
+timeout 10 "$P" relay 127.0.0.1:$port 127.0.0.1:9 2>err; rc=$?
+rc_is $LINENO 1
+err_is $LINENO "psplice: cannot listen on '127.0.0.1:$port': Address already in use"
+# unless both ask for sharing; the first did not, so still refused
+timeout 10 "$P" relay --reuseport 127.0.0.1:$port 127.0.0.1:9 2>err; rc=$?
+rc_is $LINENO 1
+kill "$first"; wait "$first"
+"$P" relay -v --reuseport 127.0.0.1:0 127.0.0.1:9 2>one.log &
+one=$!; pids="$pids $one"
+wait_for one.log "listening on" || fail $LINENO "the sharing relay did not start"
+port=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\),.*/\1/p' one.log)
+"$P" relay -v --reuseport 127.0.0.1:$port 127.0.0.1:9 2>two.log &
+two=$!; pids="$pids $two"
+wait_for two.log "listening on" || fail $LINENO "--reuseport: the second relay did not share the port"
+kill "$one" "$two"; wait "$one" "$two"
+
+# Unix: the mode asked for; SIGHUP ends it cleanly and removes the file.
+"$P" relay -v --unix-mode=600 unix:"$d/s" 127.0.0.1:9 2>u.log &
+u=$!; pids="$pids $u"
+wait_for u.log "listening on" || fail $LINENO "the unix relay did not start"
+is $LINENO 600 "$(stat -c %a "$d/s")"
+# a live socket file is not taken over
+timeout 10 "$P" relay unix:"$d/s" 127.0.0.1:9 2>err; rc=$?
+rc_is $LINENO 1
+err_is $LINENO "psplice: cannot listen on 'unix:$d/s': Address already in use"
+kill -HUP "$u"
+gone "$u" || fail $LINENO "SIGHUP did not end the relay"
+wait "$u"; rc=$?
+rc_is $LINENO 0
+[ ! -e "$d/s" ] || fail $LINENO "the socket file is still there after SIGHUP"
+
+# A stale socket file (its relay was killed) is replaced.
+"$P" relay -v unix:"$d/s" 127.0.0.1:9 2>k.log &
+k=$!; pids="$pids $k"
+wait_for k.log "listening on" || fail $LINENO "the unix relay did not start"
+kill -KILL "$k"; wait "$k" 2>/dev/null
+[ -S "$d/s" ] || fail $LINENO "no stale socket file to test with"
+"$P" relay -v unix:"$d/s" 127.0.0.1:9 2>k2.log &
+k2=$!; pids="$pids $k2"
+wait_for k2.log "listening on" || fail $LINENO "a stale socket file blocked the relay: $(cat k2.log)"
+kill "$k2"; wait "$k2"
+# and a path that is not a socket is never removed
+: >"$d/file"
+timeout 10 "$P" relay unix:"$d/file" 127.0.0.1:9 2>err; rc=$?
+rc_is $LINENO 1
+[ -f "$d/file" ] || fail $LINENO "a regular file was removed"
+exit 0
