@@ -11,13 +11,15 @@
 
 #include "internal.h"
 
+/* -1 when the fd cannot answer (EBADF: an O_PATH fd), so that the guess
+ * made then is not remembered for an fd that may later answer. */
 static int socket_kind(int fd)
 {
 	int domain = 0, type = 0;
 	socklen_t l = sizeof(domain);
 
 	if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &l) < 0)
-		return PS_K_SOCK;
+		return errno == EBADF ? -1 : PS_K_SOCK;
 	l = sizeof(type);
 	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &l) < 0 || type != SOCK_STREAM)
 		return PS_K_SOCK;
@@ -30,7 +32,9 @@ static int chr_kind(int fd)
 {
 	struct termios t;
 
-	return tcgetattr(fd, &t) == 0 ? PS_K_TTY : PS_K_CHR;
+	if (tcgetattr(fd, &t) == 0)
+		return PS_K_TTY;
+	return errno == EBADF ? -1 : PS_K_CHR;
 }
 
 /* Telling a TCP socket from a Unix one, or a tty from another character
@@ -47,10 +51,15 @@ static __thread struct kind_memo memo[64];
 static int probed_kind(int fd, const struct stat *st)
 {
 	struct kind_memo *m = &memo[(unsigned)fd % 64];
+	bool sock = S_ISSOCK(st->st_mode);
+	int kind;
 
 	if (m->fd == fd + 1 && m->dev == st->st_dev && m->ino == st->st_ino)
 		return m->kind;
-	m->kind = S_ISSOCK(st->st_mode) ? socket_kind(fd) : chr_kind(fd);
+	kind = sock ? socket_kind(fd) : chr_kind(fd);
+	if (kind < 0) /* the kernel refuses the fd for any move anyway */
+		return sock ? PS_K_SOCK : PS_K_CHR;
+	m->kind = kind;
 	m->fd = fd + 1; /* 0 marks an empty slot */
 	m->dev = st->st_dev;
 	m->ino = st->st_ino;
@@ -101,30 +110,76 @@ int64_t ps__size(const struct ps_endpoint *ep)
 	return n > 0 ? n : 0;
 }
 
+/* fstat alone: the F_GETFL flags are asked when first needed (ps__fl). */
 int ps__classify(int fd, struct ps_endpoint *ep)
 {
 	struct stat st;
-	int fl;
 
 	if (fd < 0)
 		return -EBADF;
-	fl = fcntl(fd, F_GETFL);
-	if (fl < 0 || fstat(fd, &st) < 0)
+	if (fstat(fd, &st) < 0)
 		return -errno;
-	if (fl & O_PATH)
-		return -EBADF;
-	*ep = (struct ps_endpoint){ .fd = fd, .flags = fl, .dev = st.st_dev,
+	*ep = (struct ps_endpoint){ .fd = fd, .fl = PS_FL_UNASKED, .dev = st.st_dev,
 				   .ino = st.st_ino };
 	ep->kind = kind_of(fd, &st);
-	ep->append = fl & O_APPEND;
-	ep->nonblock = fl & O_NONBLOCK;
-	ep->direct = fl & O_DIRECT;
-	ep->readable = (fl & O_ACCMODE) != O_WRONLY;
-	ep->writable = (fl & O_ACCMODE) != O_RDONLY;
 	ep->seekable = ep->kind == PS_K_FILE || ep->kind == PS_K_BLOCK;
 	if (ep->kind == PS_K_FILE)
 		ep->size = st.st_size;
 	else if (ep->kind == PS_K_BLOCK)
 		ep->size = block_size(fd);
 	return 0;
+}
+
+/* The fd's F_GETFL flags, asked once per classification. An fd that cannot
+ * say (closed since) is as useless as an O_PATH one, and counts as one. The
+ * answer is kept in the endpoint even though callers hold it const: it is
+ * either a one-shot call's, on that call's stack, or a prepared pair's,
+ * which asked when it was made (ps__unusable) so that the threads sharing
+ * it never write to it. */
+int ps__fl(const struct ps_endpoint *ep)
+{
+	int fl;
+
+	if (ep->fl != PS_FL_UNASKED)
+		return ep->fl;
+	fl = fcntl(ep->fd, F_GETFL);
+	if (fl < 0)
+		fl = O_PATH;
+	((struct ps_endpoint *)ep)->fl = fl;
+	return fl;
+}
+
+bool ps__readable(const struct ps_endpoint *ep)
+{
+	int fl = ps__fl(ep);
+
+	return !(fl & O_PATH) && (fl & O_ACCMODE) != O_WRONLY;
+}
+
+bool ps__writable(const struct ps_endpoint *ep)
+{
+	int fl = ps__fl(ep);
+
+	return !(fl & O_PATH) && (fl & O_ACCMODE) != O_RDONLY;
+}
+
+bool ps__append(const struct ps_endpoint *ep)
+{
+	return ps__fl(ep) & O_APPEND;
+}
+
+bool ps__nonblock(const struct ps_endpoint *ep)
+{
+	return ps__fl(ep) & O_NONBLOCK;
+}
+
+/* The side whose fd no move can use (O_PATH, not open for that direction),
+ * the input first; PSPLICE_SIDE_NONE if both can be used. */
+int ps__unusable(const struct ps_endpoint *in, const struct ps_endpoint *out)
+{
+	if (!ps__readable(in))
+		return PSPLICE_SIDE_IN;
+	if (!ps__writable(out))
+		return PSPLICE_SIDE_OUT;
+	return PSPLICE_SIDE_NONE;
 }

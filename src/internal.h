@@ -25,16 +25,23 @@ enum ps_kind {
 	PS_K_CHR, PS_K_TTY, PS_K_DIR, PS_K_OTHER
 };
 
+/* What fstat says of an fd, and its F_GETFL flags once asked: the kernel
+ * refuses an fd not open for the direction a call needs (EBADF) and an
+ * O_APPEND output (EINVAL, EBADF) by itself, before a byte moves, so most
+ * moves never need the flags. Read them through ps__fl() and the helpers
+ * below, which ask on first use; a prepared pair asks when it is made. */
 struct ps_endpoint {
 	int fd;
 	int kind;          /* enum ps_kind */
-	int flags;         /* F_GETFL */
+	int fl;            /* F_GETFL, or PS_FL_UNASKED */
 	dev_t dev;
 	ino_t ino;
 	int64_t size;      /* st_size for files and block devices, else 0; -1
 	                      in a prepared pair: not known, ps__size asks */
-	bool seekable, append, nonblock, direct, readable, writable;
+	bool seekable;
 };
+
+#define PS_FL_UNASKED (-1)
 
 struct ps_pipe {
 	int r, w;
@@ -74,6 +81,20 @@ static inline bool ps_is_socket(int kind)
 }
 
 PS_HIDDEN int ps__classify(int fd, struct ps_endpoint *ep);
+PS_HIDDEN int ps__fl(const struct ps_endpoint *ep);
+PS_HIDDEN bool ps__readable(const struct ps_endpoint *ep);
+PS_HIDDEN bool ps__writable(const struct ps_endpoint *ep);
+PS_HIDDEN bool ps__append(const struct ps_endpoint *ep);
+PS_HIDDEN bool ps__nonblock(const struct ps_endpoint *ep);
+PS_HIDDEN int ps__unusable(const struct ps_endpoint *in, const struct ps_endpoint *out);
+
+/* Whether the flags are known to say O_APPEND, without asking: for paths
+ * whose syscall refuses an O_APPEND output itself. */
+static inline bool ps_known_append(const struct ps_endpoint *ep)
+{
+	return ep->fl != PS_FL_UNASKED && ps__append(ep);
+}
+
 PS_HIDDEN int64_t ps__size_now(int fd, int kind);
 PS_HIDDEN int64_t ps__size(const struct ps_endpoint *ep);
 

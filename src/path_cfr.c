@@ -27,7 +27,9 @@ int ps__path_cfr(struct ps_xfer *x)
 	size_t len = x->len < PS_MAX_CHUNK ? x->len : PS_MAX_CHUNK;
 	ssize_t n;
 
-	if (x->in->kind != PS_K_FILE || x->out->kind != PS_K_FILE || x->out->append)
+	/* copy_file_range refuses an O_APPEND output (EBADF), as does every
+	 * kernel path after it: asking once spares them all. */
+	if (x->in->kind != PS_K_FILE || x->out->kind != PS_K_FILE || ps__append(x->out))
 		return ps__next(x, EINVAL);
 	if (atomic_load_explicit(&cfr_missing, memory_order_relaxed))
 		return ps__next(x, ENOSYS);

@@ -72,7 +72,7 @@ int ps__path_clone(struct ps_xfer *x)
 {
 	int64_t si, so, size, n;
 
-	if (x->in->kind != PS_K_FILE || x->out->kind != PS_K_FILE || x->out->append)
+	if (x->in->kind != PS_K_FILE || x->out->kind != PS_K_FILE || ps__append(x->out))
 		return ps__next(x, EOPNOTSUPP);
 	si = pos_of(x->in->fd, x->off_in);
 	so = pos_of(x->out->fd, x->off_out);

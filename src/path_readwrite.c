@@ -13,6 +13,12 @@ int ps__path_readwrite(struct ps_xfer *x)
 
 	if (x->flags & PSPLICE_F_NOFALLBACK)
 		return ps__next(x, EOPNOTSUPP);
+	/* The bytes are read before they are written: an output no write can
+	 * reach is refused first, not met with bytes in hand. */
+	if (!ps__writable(x->out)) {
+		ps__fail(x, EBADF, PSPLICE_SIDE_OUT);
+		return 0;
+	}
 	if (!buf) {
 		ps__fail(x, ENOMEM, PSPLICE_SIDE_NONE);
 		return 0;

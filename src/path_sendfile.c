@@ -11,8 +11,9 @@ int ps__path_sendfile(struct ps_xfer *x)
 	ssize_t n;
 
 	/* sendfile writes at the output's file position only, cannot carry
-	 * SPLICE_F_MORE, and refuses O_APPEND outputs. */
-	if (!x->in->seekable || x->out->append || x->off_out ||
+	 * SPLICE_F_MORE, and refuses O_APPEND outputs: itself (EINVAL, before
+	 * a byte moves) unless the flags are known already. */
+	if (!x->in->seekable || ps_known_append(x->out) || x->off_out ||
 	    (x->flags & PSPLICE_F_MORE))
 		return ps__next(x, EINVAL);
 	n = ps_sendfile(x->out->fd, x->in->fd, x->off_in ? &oi : NULL, len);

@@ -23,7 +23,9 @@ int ps__path_splice(struct ps_xfer *x)
 
 	if (x->in->kind != PS_K_PIPE && x->out->kind != PS_K_PIPE)
 		return ps__next(x, EINVAL);
-	if (x->out->append && x->out->kind != PS_K_PIPE)
+	/* splice refuses an O_APPEND output itself (EINVAL, before a byte
+	 * moves), unless it is a pipe: ask only if the flags are known. */
+	if (x->out->kind != PS_K_PIPE && ps_known_append(x->out))
 		return ps__next(x, EINVAL);
 	for (;;) {
 		n = ps_splice(x->in->fd, x->off_in ? &oi : NULL, x->out->fd,

@@ -92,8 +92,14 @@ int ps__path_splice_pipe(struct ps_xfer *x)
 	ssize_t n;
 	int r;
 
-	if (x->in->kind == PS_K_PIPE || x->out->kind == PS_K_PIPE || x->out->append)
+	if (x->in->kind == PS_K_PIPE || x->out->kind == PS_K_PIPE || ps__append(x->out))
 		return ps__next(x, EINVAL);
+	/* The bytes are taken before the output is written: an output no
+	 * write can reach is refused first, not met with bytes in hand. */
+	if (!ps__writable(x->out)) {
+		ps__fail(x, EBADF, PSPLICE_SIDE_OUT);
+		return 0;
+	}
 	r = ps__pipe_get(&p);
 	if (r < 0)
 		return ps__next(x, -r);

@@ -123,7 +123,7 @@ static bool overlaps(const struct call *c, uint64_t len)
 		n = len;
 	/* O_APPEND writes where the input ends, whatever the position says:
 	 * reading up to that end is `cat f >> f`, refused as cat refuses it. */
-	if (c->x.out->append)
+	if (ps__append(c->x.out))
 		return (uint64_t)si + n >= (uint64_t)size;
 	return (uint64_t)si < (uint64_t)so + n && (uint64_t)so < (uint64_t)si + n;
 }
@@ -195,8 +195,20 @@ static bool sigpipe_ignored(void)
 	       sa.sa_handler == SIG_IGN;
 }
 
+/* A call refused for another reason than a bad fd still names a bad fd
+ * first: the flags that tell one are asked only now (ps__unusable). */
+static int refuse(const struct psplice_pair *p, struct psplice_result *res, int err,
+		  int side)
+{
+	int bad = ps__unusable(&p->in, &p->out);
+
+	return bad ? fail_early(res, EBADF, bad) : fail_early(res, err, side);
+}
+
 /* Everything that needs only the two fds: classify them and plan. flags
- * holds the planning flags alone. */
+ * holds the planning flags alone. An fd not open for its direction, or
+ * O_PATH, is refused by the kernel before a byte moves, and attributed
+ * then (ps__fail); it is looked for here only to name it first. */
 static int pair_init(struct psplice_pair *p, int fd_in, int fd_out,
 		     unsigned int flags, struct psplice_result *res)
 {
@@ -204,12 +216,13 @@ static int pair_init(struct psplice_pair *p, int fd_in, int fd_out,
 
 	if ((flags & PSPLICE_F_SIGPIPE_IGNORED) && !sigpipe_ignored())
 		return fail_early(res, EINVAL, PSPLICE_SIDE_NONE);
-	if (ps__classify(fd_in, &p->in) < 0 || !p->in.readable)
+	if (ps__classify(fd_in, &p->in) < 0)
 		return fail_early(res, EBADF, PSPLICE_SIDE_IN);
-	if (ps__classify(fd_out, &p->out) < 0 || !p->out.writable)
-		return fail_early(res, EBADF, PSPLICE_SIDE_OUT);
+	if (ps__classify(fd_out, &p->out) < 0)
+		return fail_early(res, EBADF, ps__readable(&p->in) ? PSPLICE_SIDE_OUT :
+								      PSPLICE_SIDE_IN);
 	if (p->in.kind == PS_K_DIR)
-		return fail_early(res, EISDIR, PSPLICE_SIDE_IN);
+		return refuse(p, res, EISDIR, PSPLICE_SIDE_IN);
 	p->flags = flags;
 	make_plan(p);
 	raises = p->out.kind == PS_K_PIPE || ps_is_socket(p->out.kind);
@@ -233,19 +246,22 @@ static int begin(struct call *c, struct psplice_pair *p, int64_t *off_in,
 	int err;
 
 	if ((err = check_offset(&p->in, off_in, len)))
-		return fail_early(res, err, PSPLICE_SIDE_IN);
+		return refuse(p, res, err, PSPLICE_SIDE_IN);
 	if ((err = check_offset(&p->out, off_out, len)))
-		return fail_early(res, err, PSPLICE_SIDE_OUT);
+		return refuse(p, res, err, PSPLICE_SIDE_OUT);
 	/* pwrite(2) on an O_APPEND file appends whatever the offset says. */
-	if (off_out && p->out.append)
-		return fail_early(res, EINVAL, PSPLICE_SIDE_OUT);
+	if (off_out && ps__append(&p->out))
+		return refuse(p, res, EINVAL, PSPLICE_SIDE_OUT);
+	/* No syscall will refuse a bad fd: a zero length does not excuse it. */
+	if (!len && (err = ps__unusable(&p->in, &p->out)))
+		return fail_early(res, EBADF, err);
 	if (p->sized) {
 		/* The overlap refusal and clone measure the input as it is
 		 * now: `cat f >> f` is refused after f has grown too. */
 		c->in = p->in;
 		c->in.size = ps__size_now(c->in.fd, c->in.kind);
 		if (c->in.size < 0)
-			return fail_early(res, (int)-c->in.size, PSPLICE_SIDE_IN);
+			return refuse(p, res, (int)-c->in.size, PSPLICE_SIDE_IN);
 		in = &c->in;
 	}
 	c->x = (struct ps_xfer){ .in = in, .out = &p->out, .off_in = off_in,
@@ -256,7 +272,7 @@ static int begin(struct call *c, struct psplice_pair *p, int64_t *off_in,
 	c->short_raises = p->short_raises;
 	c->guard = p->guard;
 	if (overlaps(c, len))
-		return fail_early(res, EINVAL, PSPLICE_SIDE_NONE);
+		return refuse(p, res, EINVAL, PSPLICE_SIDE_NONE);
 	return 0;
 }
 
@@ -331,20 +347,27 @@ static bool lacking(int err)
 	return err == EMFILE || err == ENFILE || err == ENOMEM;
 }
 
-/* No path applied: say why. Running out of fds or memory for the internal
- * pipe is worth reporting as such, even when a later path (the user-space
- * copy, forbidden by PSPLICE_F_NOFALLBACK) only said "not here"; otherwise
- * the pair is not supported. */
+/* No path applied: say why. An fd no move can use comes first: the paths
+ * that said "not here" may never have asked the kernel about it. Running
+ * out of fds or memory for the internal pipe is worth reporting as such,
+ * even when a later path (the user-space copy, forbidden by
+ * PSPLICE_F_NOFALLBACK) only said "not here"; otherwise the pair is not
+ * supported. */
 static void none_applied(struct call *c, int lack)
 {
-	ps__fail(&c->x, lack ? lack : EOPNOTSUPP, PSPLICE_SIDE_NONE);
+	int bad = ps__unusable(c->x.in, c->x.out);
+
+	if (bad)
+		ps__fail(&c->x, EBADF, bad);
+	else
+		ps__fail(&c->x, lack ? lack : EOPNOTSUPP, PSPLICE_SIDE_NONE);
 }
 
 static bool unready(const struct ps_endpoint *ep, short events)
 {
 	struct pollfd p = { .fd = ep->fd, .events = events };
 
-	if (ep->nonblock || ep->seekable || ep->kind == PS_K_PIPE)
+	if (ep->seekable || ep->kind == PS_K_PIPE || ps__nonblock(ep))
 		return false;
 	return poll(&p, 1, 0) == 0;
 }
@@ -521,7 +544,7 @@ static void copy(struct psplice_pair *p, int64_t *off_in, int64_t *off_out,
 	c.pos_in = c.pos_out = -1;
 	if (len == PSPLICE_TO_EOF && !off_in && p->in.seekable)
 		c.pos_in = ps_lseek(p->in.fd, 0, SEEK_CUR);
-	if (len == PSPLICE_TO_EOF && !off_out && p->out.seekable && !p->out.append)
+	if (len == PSPLICE_TO_EOF && !off_out && p->out.seekable && !ps__append(&p->out))
 		c.pos_out = ps_lseek(p->out.fd, 0, SEEK_CUR);
 	c.x.retry_eintr = true;
 	guard_sigpipe(&c);
@@ -597,10 +620,16 @@ struct psplice_pair *psplice_pair_new(int fd_in, int fd_out, unsigned int flags)
 {
 	struct psplice_result r = { 0 };
 	struct psplice_pair p, *pp;
+	int bad;
 
 	if (check_flags(flags, PLAN_FLAGS, &r) < 0 ||
 	    pair_init(&p, fd_in, fd_out, flags, &r) < 0)
 		return refused(&r);
+	/* Ask for the flags now: moves never change a pair threads share. */
+	if ((bad = ps__unusable(&p.in, &p.out))) {
+		fail_early(&r, EBADF, bad);
+		return refused(&r);
+	}
 	keep(&p);
 	pp = malloc(sizeof(*pp));
 	if (!pp) {

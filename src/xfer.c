@@ -17,6 +17,16 @@ void ps__fail(struct ps_xfer *x, int err, int side)
 	 * before; which of the two a caller saw would depend on the path. */
 	if (err == ECONNRESET && side == PSPLICE_SIDE_OUT)
 		err = EPIPE;
+	/* The kernel refused an fd that no move can use, which nobody looked
+	 * for before (an O_WRONLY input, an O_PATH fd): ask now whose it is. A
+	 * two-sided call's EBADF may be either fd's; a splice from a pipe's
+	 * write end is the input's, not the other side's. */
+	if (err == EBADF) {
+		int bad = ps__unusable(x->in, x->out);
+
+		if (bad)
+			side = bad;
+	}
 	if (!x->res->error) {
 		x->res->error = err;
 		x->res->side = side;
@@ -170,8 +180,8 @@ static bool would_block(const struct ps_endpoint *ep, unsigned int flags, short 
 {
 	struct pollfd p = { .fd = ep->fd, .events = ev };
 
-	if (!(flags & PSPLICE_F_NONBLOCK) || ep->nonblock || ep->seekable ||
-	    ps_is_socket(ep->kind))
+	if (!(flags & PSPLICE_F_NONBLOCK) || ep->seekable || ps_is_socket(ep->kind) ||
+	    ps__nonblock(ep))
 		return false;
 	return poll(&p, 1, 0) == 0;
 }

@@ -159,6 +159,48 @@ static void bad_fds(void)
 	BAD(f.in, NULL, f.closed, NULL, 0, 0, EBADF, PSPLICE_SIDE_OUT);
 }
 
+/* A call asks for an fd's flags only where they change the plan (the
+ * kernel refuses a bad fd by itself, before a byte moves), yet a bad fd is
+ * named first whatever else is wrong: with no length to move, next to a
+ * wrong offset or a directory, on every forced path and without fallback. */
+static void bad_fd_first(void)
+{
+	const int64_t zero = 0, neg = -1;
+	unsigned int only;
+
+	BAD(f.in_wronly, NULL, f.out, NULL, 0, 0, EBADF, PSPLICE_SIDE_IN);
+	BAD(f.path, NULL, f.out, NULL, 0, 0, EBADF, PSPLICE_SIDE_IN);
+	BAD(f.in, NULL, f.out_rdonly, NULL, 0, 0, EBADF, PSPLICE_SIDE_OUT);
+	BAD(f.in, NULL, f.path, NULL, 0, 0, EBADF, PSPLICE_SIDE_OUT);
+	BAD(f.p[0], NULL, f.p[0], NULL, 0, 0, EBADF, PSPLICE_SIDE_OUT);
+
+	BAD(f.p[1], &zero, f.out, NULL, 10, 0, EBADF, PSPLICE_SIDE_IN);
+	BAD(f.path, &neg, f.out, NULL, 10, 0, EBADF, PSPLICE_SIDE_IN);
+	BAD(f.in, &neg, f.out_rdonly, NULL, 10, 0, EBADF, PSPLICE_SIDE_OUT);
+	BAD(f.in, NULL, f.path, &neg, 10, 0, EBADF, PSPLICE_SIDE_OUT);
+	BAD(f.s[0], NULL, f.p[0], &zero, 10, 0, EBADF, PSPLICE_SIDE_OUT);
+	BAD(f.in_wronly, NULL, f.append, &zero, 10, 0, EBADF, PSPLICE_SIDE_IN);
+	BAD(f.dir, NULL, f.out_rdonly, NULL, 10, 0, EBADF, PSPLICE_SIDE_OUT);
+	BAD(f.dir, NULL, f.path, NULL, 10, 0, EBADF, PSPLICE_SIDE_OUT);
+
+	for (int m = PSPLICE_METHOD_CLONE; m <= PSPLICE_METHOD_READWRITE; m++) {
+		only = PSPLICE_F_ONLY(m);
+		BAD(f.in_wronly, NULL, f.out, NULL, 10, only, EBADF, PSPLICE_SIDE_IN);
+		BAD(f.path, &zero, f.out, &zero, 10, only, EBADF, PSPLICE_SIDE_IN);
+		BAD(f.in, NULL, f.out_rdonly, NULL, 10, only, EBADF, PSPLICE_SIDE_OUT);
+		BAD(f.in, &zero, f.path, NULL, 10, only, EBADF, PSPLICE_SIDE_OUT);
+		BAD(f.p[1], NULL, f.s[1], NULL, 10, only, EBADF, PSPLICE_SIDE_IN);
+		BAD(f.s[0], NULL, f.p[0], NULL, 10, only, EBADF, PSPLICE_SIDE_OUT);
+		BAD(f.s[0], NULL, f.path, NULL, 10, only, EBADF, PSPLICE_SIDE_OUT);
+	}
+	BAD(f.in_wronly, NULL, f.out, NULL, 10, PSPLICE_F_NOFALLBACK, EBADF,
+	    PSPLICE_SIDE_IN);
+	BAD(f.s[0], NULL, f.path, NULL, 10, PSPLICE_F_NOFALLBACK, EBADF, PSPLICE_SIDE_OUT);
+	BAD(f.s[0], NULL, f.out_rdonly, NULL, 10, 0, EBADF, PSPLICE_SIDE_OUT);
+	BAD(f.path, NULL, f.s[1], NULL, 10, 0, EBADF, PSPLICE_SIDE_IN);
+	BAD(f.in, NULL, f.p[0], NULL, 10, 0, EBADF, PSPLICE_SIDE_OUT);
+}
+
 static void bad_offsets(void)
 {
 	const int64_t zero = 0, neg = -1, min = INT64_MIN, near = INT64_MAX - 10;
@@ -239,6 +281,7 @@ int main(int argc, char **argv)
 	t_dir(argc, argv);
 	setup();
 	bad_fds();
+	bad_fd_first();
 	bad_offsets();
 	bad_flags();
 	still_works();

@@ -57,10 +57,14 @@ static void refusals(void)
 {
 	int nul = open("/dev/null", O_WRONLY | O_CLOEXEC), rd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	int dir = open(t_dir(0, NULL), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int pth = open(t_dir(0, NULL), O_PATH | O_DIRECTORY | O_CLOEXEC);
 	struct { int in, out; unsigned int flags; int err, side; } bad[] = {
 		{ -1, nul, 0, EBADF, PSPLICE_SIDE_IN },
 		{ nul, nul, 0, EBADF, PSPLICE_SIDE_IN },   /* not open for reading */
 		{ src, rd, 0, EBADF, PSPLICE_SIDE_OUT },   /* not open for writing */
+		{ pth, nul, 0, EBADF, PSPLICE_SIDE_IN },   /* O_PATH, before EISDIR */
+		{ src, pth, 0, EBADF, PSPLICE_SIDE_OUT },
+		{ dir, rd, 0, EBADF, PSPLICE_SIDE_OUT },   /* before EISDIR */
 		{ dir, nul, 0, EISDIR, PSPLICE_SIDE_IN },
 		{ src, nul, PSPLICE_F_NONBLOCK, EINVAL, PSPLICE_SIDE_NONE }, /* per call */
 		{ src, nul, PSPLICE_F_ONLY(15), EINVAL, PSPLICE_SIDE_NONE },
@@ -74,6 +78,7 @@ static void refusals(void)
 	T_OK(nul);
 	T_OK(rd);
 	T_OK(dir);
+	T_OK(pth);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		errno = 0;
 		p = psplice_pair_new(bad[i].in, bad[i].out, bad[i].flags);
@@ -111,6 +116,7 @@ static void refusals(void)
 	close(nul);
 	close(rd);
 	close(dir);
+	close(pth);
 }
 
 /* file -> /dev/null: sendfile, at an offset (the position stays) and at the
