@@ -57,20 +57,20 @@ rc_is $LINENO 1; same $LINENO want.ab o
 err_is $LINENO "psplice: error reading 'dir': Is a directory"
 
 # into a pipe: spliced; into a file: copied in the kernel
-"$P" cat -v a 2>err | cat >o
+"$P" cat --verbose a 2>err | cat >o
 same $LINENO a o
 err_is $LINENO "psplice: 'a' -> 'standard output': 1,048,576 bytes by splice"
-"$P" cat -v a >o 2>err; rc=$?
+"$P" cat --verbose a >o 2>err; rc=$?
 rc_is $LINENO 0; same $LINENO a o
 grep -Eqx "psplice: 'a' -> 'standard output': 1,048,576 bytes by $methods" err ||
 	fail $LINENO "-v line: $(cat err)"
 # and out of a pipe into a file, and through two psplice cats
-cat b | "$P" cat -v >o 2>err; rc=$?
+cat b | "$P" cat --verbose >o 2>err; rc=$?
 rc_is $LINENO 0; same $LINENO b o
 err_is $LINENO "psplice: 'standard input' -> 'standard output': 70,001 bytes by splice"
 "$P" cat a | "$P" cat >o 2>err
 same $LINENO a o
-"$P" cat -v empty >o 2>err; rc=$?
+"$P" cat --verbose empty >o 2>err; rc=$?
 rc_is $LINENO 0
 err_is $LINENO "psplice: 'empty' -> 'standard output': 0 bytes"
 
@@ -154,6 +154,11 @@ err_is $LINENO "psplice: -r not specified; omitting directory 'dir'"
 "$P" cp a nodir/x 2>err; rc=$?
 rc_is $LINENO 1
 err_is $LINENO "psplice: cannot create regular file 'nodir/x': No such file or directory"
+# DST/ must be a directory, as with cp(1)
+"$P" cp a nodir/ 2>err; rc=$?
+rc_is $LINENO 1; err_is $LINENO "psplice: cannot create regular file 'nodir/': Not a directory"
+"$P" cp b a/ 2>err; rc=$?
+rc_is $LINENO 1; err_is $LINENO "psplice: cannot stat 'a/': Not a directory"
 mkdir -p dir/a
 "$P" cp a dir 2>err; rc=$?
 rc_is $LINENO 1
@@ -190,7 +195,7 @@ for cmd in "" cat cp; do
 done
 "$P" --help | grep -q '^  cat ' || fail $LINENO "psplice --help does not list cat"
 "$P" --help | grep -q '^  cp ' || fail $LINENO "psplice --help does not list cp"
-"$P" cat --help | grep -q -- '-v, --verbose' || fail $LINENO "cat --help has no -v"
+"$P" cat --help | grep -q -- '  --verbose' || fail $LINENO "cat --help has no --verbose"
 
 "$P" cat --bogus a >out 2>err; rc=$?
 rc_is $LINENO 1; is $LINENO 0 "$(wc -c <out)"
@@ -214,8 +219,15 @@ err_is $LINENO "psplice: unrecognized option '--bogus'" \
 
 # options after operands, and -- before a file named like an option
 cp b ./-v
-"$P" cat a -v 2>err >o; rc=$?
-rc_is $LINENO 0; same $LINENO a o; [ -s err ] || fail $LINENO "-v after a file ignored"
+"$P" cat a --verbose 2>err >o; rc=$?
+rc_is $LINENO 0; same $LINENO a o; [ -s err ] || fail $LINENO "--verbose after a file ignored"
+# -v is cat's --show-nonprinting: refused, never taken for something else;
+# -u (POSIX: unbuffered) is accepted
+"$P" cat -v a 2>err >o; rc=$?
+rc_is $LINENO 1; [ ! -s o ] || fail $LINENO "cat -v wrote output"
+is $LINENO "psplice: invalid option -- 'v'" "$(head -1 err)"
+"$P" cat -u a >o 2>err; rc=$?
+rc_is $LINENO 0; same $LINENO a o; err_is $LINENO
 "$P" cat -- -v >o 2>err; rc=$?
 rc_is $LINENO 0; same $LINENO b o; err_is $LINENO
 

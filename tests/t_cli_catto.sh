@@ -43,7 +43,7 @@ send_and_check() { # family where, then psplice cat arguments
 	rm -f "$t/addr" "$t/got"
 	receive "$fam" "$where" "$t/got"
 	addr=$(cat "$t/addr")
-	"$bin" cat -v --to "$addr" "$@" 2> "$t/err" || fail "cat --to $addr: exit $? ($(cat "$t/err"))"
+	"$bin" cat --verbose --to "$addr" "$@" 2> "$t/err" || fail "cat --to $addr: exit $? ($(cat "$t/err"))"
 	wait $pid; pid=
 	grep -qF -e "-> '$addr': " "$t/err" && grep -q ' by ' "$t/err" || fail "-v: $(cat "$t/err")"
 }

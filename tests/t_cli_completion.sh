@@ -126,7 +126,7 @@ complete_line "psplice cp --sy"
 mkdir "$d/sub" "$d/sub2" && : >"$d/a.txt" && : >"$d/ab.img" && : >"$d/-dash" &&
 	: >"$d/sub/in" || exit 1
 want $LINENO "psplice cat $d/a" "$d/a.txt" "$d/ab.img"
-want $LINENO "psplice cat -v --offset 4K $d/ab" "$d/ab.img"
+want $LINENO "psplice cat --verbose --offset 4K $d/ab" "$d/ab.img"
 want $LINENO "psplice cp -r $d/s" "$d/sub" "$d/sub2"
 want $LINENO "psplice cp $d/a.txt $d/sub/" "$d/sub/in"
 want $LINENO "psplice cp --reflink $d/ab" "$d/ab.img"

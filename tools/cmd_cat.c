@@ -26,7 +26,7 @@ static int out_fd = STDOUT_FILENO;
 static const char *out_name = STDOUT_NAME;
 
 static const struct option longopts[] = {
-	{ "verbose", no_argument, NULL, 'v' },
+	{ "verbose", no_argument, NULL, 'V' },
 	{ "offset", required_argument, NULL, OPT_OFFSET },
 	{ "length", required_argument, NULL, OPT_LENGTH },
 	{ "to", required_argument, NULL, OPT_TO },
@@ -182,9 +182,13 @@ static int cat_main(const struct cli_cmd *cmd, int argc, char **argv)
 	int64_t n;
 	int c, i, r, status = 0;
 
-	while ((c = getopt_long(argc, argv, "v", longopts, NULL)) != -1) {
+	/* No -v: cat's -v shows non-printing characters; never take it for
+	 * something else. */
+	while ((c = getopt_long(argc, argv, "u", longopts, NULL)) != -1) {
 		switch (c) {
-		case 'v':
+		case 'u': /* POSIX: unbuffered; nothing is buffered here */
+			break;
+		case 'V':
 			verbose = true;
 			break;
 		case OPT_OFFSET:
@@ -241,7 +245,8 @@ const struct cli_cmd cli_cmd_cat = {
 	"      --progress     show bytes, rate and ETA on standard error\n"
 	"      --to=ADDR      write to a stream socket instead of standard output:\n"
 	"                     HOST:PORT, [IPv6]:PORT or unix:PATH\n"
-	"  -v, --verbose      tell on standard error which kernel path moved the\n"
+	"  -u                 (ignored: output is never buffered)\n"
+	"      --verbose      tell on standard error which kernel path moved the\n"
 	"                     bytes of each file, and how many\n",
 	.main = cat_main,
 };

@@ -823,6 +823,22 @@ static enum cp_reflink parse_reflink(const struct cli_cmd *cmd, const char *arg)
 			cli_quote(arg));
 }
 
+/* DST/ names a directory: one that is not there, or a file, is "Not a
+ * directory" (open(2) with O_CREAT says EISDIR for a trailing slash). */
+static bool slash_ok(const char *dst)
+{
+	size_t n = strlen(dst);
+	struct stat st;
+
+	if (!n || dst[n - 1] != '/' || stat(dst, &st) == 0)
+		return true;
+	if (errno == ENOENT)
+		cli_error(ENOTDIR, "cannot create regular file %s", cli_quote(dst));
+	else
+		cli_error(errno, "cannot stat %s", cli_quote(dst));
+	return false;
+}
+
 static int cp_main(const struct cli_cmd *cmd, int argc, char **argv)
 {
 	struct cp_job opts = { .write_behind = true };
@@ -855,6 +871,8 @@ static int cp_main(const struct cli_cmd *cmd, int argc, char **argv)
 		cli_usage_error(cmd, "extra operand %s", cli_quote(argv[optind + 2]));
 	if (opts.recursive)
 		return cp_tree(argv[optind], argv[optind + 1], &opts) < 0 ? 1 : 0;
+	if (!slash_ok(argv[optind + 1]))
+		return 1;
 	return cp_file(argv[optind], argv[optind + 1], &opts, false) < 0 ? 1 : 0;
 }
 
