@@ -52,7 +52,7 @@ plain_cp() { cp "$data" out; }
 psplice_cp() { "$bin" cp -v "$data" out 2>v.cp; }
 plain_cat() { cat "$data" | cat >/dev/null; }
 psplice_cat() {
-	"$bin" cat -v "$data" 2>v.cat1 | "$bin" cat -v 2>v.cat2 >/dev/null
+	"$bin" cat --verbose "$data" 2>v.cat1 | "$bin" cat --verbose 2>v.cat2 >/dev/null
 }
 
 fs=$(findmnt -n -o FSTYPE -T . 2>/dev/null || stat -f -c %T .)
