@@ -262,6 +262,16 @@ static int sync_file(int fd, unsigned int flags, int *level)
 	return 0;
 }
 
+/* tmpfs and ramfs keep files in memory alone: the calls succeed, and
+ * nothing of it would survive a power loss. */
+static bool in_memory(int fd)
+{
+	struct statfs sf;
+
+	return fstatfs(fd, &sf) == 0 && ((unsigned long)sf.f_type == TMPFS_MAGIC ||
+					 (unsigned long)sf.f_type == RAMFS_MAGIC);
+}
+
 int psplice_sync(int fd, int64_t offset, int64_t nbytes, unsigned int flags,
 		 enum psplice_sync_level *achieved)
 {
@@ -277,6 +287,8 @@ int psplice_sync(int fd, int64_t offset, int64_t nbytes, unsigned int flags,
 		r = sync_file(fd, flags, &level);
 	if (r < 0)
 		sticky_set(fd, &st, -r);
+	if (level > PSPLICE_LEVEL_NONE && in_memory(fd))
+		level = PSPLICE_LEVEL_NONE;
 	if (achieved)
 		*achieved = (enum psplice_sync_level)level;
 	if (r < 0) {

@@ -33,6 +33,26 @@ out=$("$bin" sync "$t/missing" "$t/f" 2>&1); rc=$?
 for bad in x 1 1:x -1:0 1Q:0; do
 	"$bin" sync --range "$bad" "$t/f" 2>/dev/null && fail "range '$bad' accepted"
 done
+# a directory has no data range: --write alone is an error, not a silent
+# success; --data syncs it
+mkdir "$t/d"
+out=$("$bin" sync --write "$t/d" 2>&1); rc=$?
+[ $rc -eq 1 ] || fail "sync --write DIR: exit $rc"
+[ "$out" = "psplice: '$t/d' is a directory: it has no data range to write back (--data or --metadata syncs it)" ] ||
+	fail "sync --write DIR: '$out'"
+out=$("$bin" sync -v "$t/d" 2>&1) || fail "sync DIR: exit $? ($out)"
+[ "$out" = "psplice: '$t/d': data-durable" ] || fail "sync DIR: '$out'"
+# tmpfs keeps nothing across a power loss: the level says so
+if [ -d /dev/shm ] && [ "$(stat -f -c %T /dev/shm)" = tmpfs ]; then
+	m=$(mktemp /dev/shm/psplice-sync-XXXXXX) || fail "mktemp in /dev/shm"
+	echo x >"$m"
+	out=$("$bin" sync -v --metadata "$m" 2>&1); rc=$?
+	rm -f "$m"
+	[ $rc -eq 0 ] || fail "sync on tmpfs: exit $rc ($out)"
+	[ "$out" = "psplice: '$m': none" ] || fail "sync on tmpfs: '$out'"
+else
+	echo "SKIP part: no tmpfs at /dev/shm"
+fi
 "$bin" sync 2>/dev/null && fail "no operand accepted"
 "$bin" sync --help | grep -q -- '--metadata' || fail "--help lacks --metadata"
 exit 0

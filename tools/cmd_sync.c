@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common.h"
@@ -51,9 +52,19 @@ static int sync_one(const char *path, int64_t off, int64_t len, unsigned int fla
 {
 	enum psplice_sync_level level;
 	int fd = open_any(path), err;
+	struct stat st;
 
 	if (fd < 0) {
 		cli_error(errno, "cannot open %s", cli_quote(path));
+		return 1;
+	}
+	/* A directory's entries are metadata: a range of it has nothing to
+	 * write back, and a command that did nothing must not say it did. */
+	if (!(flags & (PSPLICE_SYNC_DATA | PSPLICE_SYNC_METADATA)) &&
+	    fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+		cli_error(0, "%s is a directory: it has no data range to write back "
+			  "(--data or --metadata syncs it)", cli_quote(path));
+		close(fd);
 		return 1;
 	}
 	if (psplice_sync(fd, off, len, flags, &level) < 0) {
