@@ -18,6 +18,10 @@ import os, pty, sys
 out = sys.argv[1]
 pid, fd = pty.fork()
 if pid == 0:
+    cols = int(os.environ.get("PTY_COLS", "0"))
+    if cols:
+        import fcntl, struct, termios
+        fcntl.ioctl(1, termios.TIOCSWINSZ, struct.pack("HHHH", 24, cols, 0, 0))
     os.execv(sys.argv[2], sys.argv[2:])
 data = b""
 while True:
@@ -50,7 +54,19 @@ cmp -s "$t/big" "$t/c4" || fail "cp --progress: wrong bytes"
 [ ! -s "$t/err5" ] || fail "cat without --progress: $(cat "$t/err5")"
 "$bin" cat --progress "$t/big" 2> "$t/err6" | cmp -s - "$t/big" || fail "cat --progress: wrong bytes"
 grep -q "big: .*ETA" "$t/err6" || fail "cat --progress printed no line"
-grep -q "$esc\[K" "$t/err6" || fail "cat --progress line not cleared"
+# not a terminal: whole lines, no escape codes, no carriage returns
+grep -q "$esc" "$t/err6" && fail "cat --progress wrote escape codes into a file"
+tr -d '\n' < "$t/err6" | grep -q "$(printf '\r')" && fail "cat --progress wrote carriage returns into a file"
+grep -qx ".*/big: .*ETA [0-9]*:[0-9][0-9]" "$t/err6" || fail "cat --progress lines: $(head -2 "$t/err6")"
+# On a narrow terminal the line fits: the name gives way.
+long=$t/a-file-name-long-enough-to-push-the-progress-line-past-forty-columns
+ln -s "$t/big" "$long"
+PTY_COLS=60 on_pty "$t/tty9" "$bin" cp --progress "$long" "$t/c9" || fail "narrow cp: exit $?"
+tr '\r' '\n' < "$t/tty9" | sed "s/$esc\[K//g" | awk -v f="$t/tty9" '
+	length($0) > 59 { print "line of " length($0) " columns on a 60-column terminal: " $0; bad = 1 }
+	/ETA/ { seen = 1 }
+	END { if (!seen) print "no progress line in " f; exit bad || !seen }' ||
+	fail "progress line not fitted to the terminal"
 # A stream of unknown length: bytes and rate, no percentage.
 "$bin" cat --progress < "$t/big" 2> "$t/err7" > /dev/null || fail "cat --progress stdin: exit $?"
 cat "$t/big" | "$bin" cat --progress 2> "$t/err8" > /dev/null || fail "cat --progress pipe: exit $?"
