@@ -43,7 +43,7 @@ bool ps__hold_pipe(struct ps_xfer *x, struct ps_pipe *p, size_t n)
 
 	if (!h || x->in->seekable || h->pipe || h->len > h->off)
 		return false;
-	h->pipe = ps__pipe_keep(p);
+	h->pipe = ps__pipe_keep(p, x->flags & PSPLICE_F_NOFALLBACK);
 	if (!h->pipe)
 		return false;
 	h->in_pipe = n;
@@ -121,9 +121,14 @@ static void from_pipe(struct ps_xfer *x, struct ps_hold *h)
 		if (m == -EINTR && x->retry_eintr)
 			continue;
 		if (m < 0 && moved == 0 && not_here(m)) {
+			/* Kept pending, for the caller to take. */
+			if (x->flags & PSPLICE_F_NOFALLBACK) {
+				ps__fail(x, EOPNOTSUPP, PSPLICE_SIDE_OUT);
+				return;
+			}
 			err = pipe_to_memory(h);
 			if (err < 0)
-				ps__fail(x, -err, PSPLICE_SIDE_NONE);
+				ps__fail(x, -err, PSPLICE_SIDE_OUT);
 			return;
 		}
 		if (m <= 0) {
@@ -152,6 +157,11 @@ void ps__deliver_held(struct ps_xfer *x)
 		from_pipe(x, h);
 	if (h->pipe || h->off == h->len || x->res->error)
 		return;
+	/* Bytes in memory go out by write(2) alone. */
+	if (x->flags & PSPLICE_F_NOFALLBACK) {
+		ps__fail(x, EOPNOTSUPP, PSPLICE_SIDE_OUT);
+		return;
+	}
 	n = h->len - h->off;
 	if (n > x->len)
 		n = x->len;
@@ -193,6 +203,13 @@ size_t ps__hold_take(struct ps_hold *h, void *buf, size_t len)
 	memcpy(b + n, h->buf + h->off, k);
 	h->off += k;
 	return n + k;
+}
+
+/* Pending bytes in a pipe kept before a fork may be the other process's:
+ * they are left to it. */
+size_t ps__held_here(const struct ps_hold *h)
+{
+	return h->pipe && ps__pipe_forked(h->pipe) ? h->len - h->off : ps__held(h);
 }
 
 void ps__hold_release(struct ps_hold *h)

@@ -46,6 +46,7 @@ struct ps_endpoint {
 struct ps_pipe {
 	int r, w;
 	size_t size;
+	unsigned int gen;  /* kept by a pair: the fork generation then */
 };
 
 /* What a prepared pair with a non-seekable input took and could not deliver
@@ -121,6 +122,7 @@ PS_HIDDEN ssize_t ps__read_once(struct ps_xfer *x, unsigned char *buf, size_t n)
 
 /* A pair's pending bytes (hold.c). */
 PS_HIDDEN size_t ps__held(const struct ps_hold *h);
+PS_HIDDEN size_t ps__held_here(const struct ps_hold *h);
 PS_HIDDEN int ps__hold_bytes(struct ps_hold *h, const void *buf, size_t n);
 PS_HIDDEN bool ps__hold_pipe(struct ps_xfer *x, struct ps_pipe *p, size_t n);
 PS_HIDDEN void ps__deliver_held(struct ps_xfer *x);
@@ -131,9 +133,10 @@ PS_HIDDEN void ps__hold_release(struct ps_hold *h);
  * pair keeps while it holds bytes, within a budget; empty pipes for reuse. */
 PS_HIDDEN int ps__pipe_get(struct ps_pipe **p);
 PS_HIDDEN void ps__pipe_put(struct ps_pipe *p, bool dirty);
-PS_HIDDEN struct ps_pipe *ps__pipe_keep(struct ps_pipe *p);
+PS_HIDDEN struct ps_pipe *ps__pipe_keep(struct ps_pipe *p, bool always);
 PS_HIDDEN void ps__pipe_back(struct ps_pipe *p);
 PS_HIDDEN void ps__pipe_close(struct ps_pipe *p);
+PS_HIDDEN bool ps__pipe_forked(const struct ps_pipe *p);
 PS_HIDDEN unsigned char *ps__buf(size_t *size);
 PS_HIDDEN unsigned char *ps__park_buf(size_t need);
 PS_HIDDEN struct psplice_result *ps__last(void);

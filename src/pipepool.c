@@ -33,6 +33,7 @@ static struct {
 } spare = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static atomic_int kept;        /* pipes pairs hold now */
+static atomic_uint fork_gen;   /* fork() calls so far, parent and child alike */
 static int keep_max = -1;      /* the budget, set once */
 static pthread_once_t keep_once = PTHREAD_ONCE_INIT;
 
@@ -62,6 +63,9 @@ static void tls_free(void *p)
 {
 	struct ps_tls *t = p;
 
+	/* A later destructor of this thread (a pair freed there) must not
+	 * find the freed state: it makes a new one, freed in turn. */
+	tls = NULL;
 	if (t->have_pipe)
 		pipe_drop(t);
 	free(t->buf);
@@ -106,10 +110,17 @@ static void forked(void)
 	spares_forked();
 }
 
+/* A pipe a pair kept before a fork is in both processes: see
+ * ps__pipe_forked. */
+static void forking(void)
+{
+	atomic_fetch_add(&fork_gen, 1);
+}
+
 static void tls_key_init(void)
 {
 	(void)pthread_key_create(&tls_key, tls_free);
-	(void)pthread_atfork(NULL, NULL, forked);
+	(void)pthread_atfork(forking, NULL, forked);
 }
 
 static struct ps_tls *tls_get(void)
@@ -234,9 +245,9 @@ static void keep_init(void)
 }
 
 /* The thread's pipe p, lent to a move, holds bytes the output did not take:
- * a pair keeps it, if the budget allows, and the thread forgets it. NULL
- * when the pair must hold the bytes otherwise. */
-struct ps_pipe *ps__pipe_keep(struct ps_pipe *p)
+ * a pair keeps it, if the budget allows (or always), and the thread forgets
+ * it. NULL when the pair must hold the bytes otherwise. */
+struct ps_pipe *ps__pipe_keep(struct ps_pipe *p, bool always)
 {
 	struct ps_tls *t = tls_get();
 	struct ps_pipe *k;
@@ -245,12 +256,15 @@ struct ps_pipe *ps__pipe_keep(struct ps_pipe *p)
 	pthread_once(&keep_once, keep_init);
 	if (p != &t->pipe || t->pipe_forked)
 		return NULL;
+	/* PSPLICE_F_NOFALLBACK: memory is no place for bytes that must not go
+	 * out by write(2); the budget gives way. */
 	n = atomic_fetch_add(&kept, 1);
-	if (n >= keep_max || !(k = malloc(sizeof(*k)))) {
+	if ((n >= keep_max && !always) || !(k = malloc(sizeof(*k)))) {
 		atomic_fetch_sub(&kept, 1);
 		return NULL;
 	}
 	*k = *p;
+	k->gen = atomic_load(&fork_gen);
 	t->have_pipe = false;
 	t->pipe_busy = false;
 	return k;
@@ -262,6 +276,11 @@ void ps__pipe_back(struct ps_pipe *p)
 {
 	struct ps_tls *t = tls_get();
 
+	/* The other process of a fork may still use its copy. */
+	if (ps__pipe_forked(p)) {
+		ps__pipe_close(p);
+		return;
+	}
 	atomic_fetch_sub(&kept, 1);
 	if (!t->have_pipe) {
 		t->pipe = *p;
@@ -280,6 +299,14 @@ void ps__pipe_back(struct ps_pipe *p)
 	close(p->r);
 	close(p->w);
 	free(p);
+}
+
+/* Kept before a fork(): the pipe is in the other process too, in its copy
+ * of the pair. A pair is used on one side of a fork only, and the side that
+ * does not use it must not take its bytes: it closes its fds and no more. */
+bool ps__pipe_forked(const struct ps_pipe *p)
+{
+	return p->gen != atomic_load(&fork_gen);
 }
 
 /* A kept pipe that may still hold bytes is closed, never reused. */

@@ -715,11 +715,12 @@ size_t psplice_pair_take(struct psplice_pair *p, void *buf, size_t len)
 }
 
 /* Pending bytes are handed back as a one-shot call hands back what it
- * could not deliver: parked, in psplice_last(). */
+ * could not deliver: parked, in psplice_last(). Those in a pipe kept
+ * before a fork() are left to the process that uses the pair. */
 static void hand_back(struct psplice_pair *p)
 {
 	struct psplice_result r = { 0 };
-	size_t n = ps__held(&p->hold);
+	size_t n = ps__held_here(&p->hold);
 	unsigned char *buf;
 
 	if (!n)

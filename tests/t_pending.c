@@ -392,6 +392,123 @@ static void two_threads(void)
 	T_ASSERT(t_wait(reader));
 }
 
+/* After fork(), the pair is used on one side; freeing its copy on the other
+ * side leaves the pending bytes alone. Both ways round. */
+static void fork_then_free(bool child_frees)
+{
+	struct stream s;
+	pid_t pid;
+
+	stream_open(&s, 3000000, SEED + 5);
+	take_some(&s);
+	pid = fork();
+	T_OK(pid);
+	if (pid == 0) {
+		if (child_frees) {
+			psplice_pair_free(s.p);
+			T_EQ_U(psplice_last()->parked_len, 0);
+		} else {
+			run(&s, 8192);
+		}
+		_exit(T_PASS);
+	}
+	if (child_frees) {
+		T_ASSERT(t_wait(pid));
+		run(&s, 8192);
+		stream_close(&s);
+		return;
+	}
+	psplice_pair_free(s.p);
+	s.p = NULL;
+	T_ASSERT(t_wait(pid));
+	stream_close(&s);
+}
+
+/* PSPLICE_F_NOFALLBACK: pending bytes never go out by write(2). Past the
+ * budget the pair keeps its pipe anyway; an output that takes no splice
+ * says EOPNOTSUPP, side out, and the bytes stay pending for the caller. */
+static void nofallback(void *arg)
+{
+	struct psplice_result r;
+	struct psplice_pair *p;
+	struct stream s;
+	uint8_t buf[10];
+	int a[2], comm;
+
+	(void)arg;
+	T_OK(setenv("PSPLICE_MAX_PIPES", "0", 1));
+	stream_open(&s, 3000000, SEED + 6);
+	psplice_pair_free(s.p);
+	s.p = psplice_pair_new(s.in_r, s.out_w, PSPLICE_F_NOFALLBACK);
+	T_ASSERT(s.p);
+	take_some(&s);
+	run(&s, 8192);
+	T_EQ_U(s.by_method[PSPLICE_METHOD_READWRITE], 0);
+	T_EQ_U(s.by_method[PSPLICE_METHOD_SPLICE_PIPE], s.total);
+	stream_close(&s);
+
+	/* /proc/self/comm is a file that takes write(2) and no splice. */
+	comm = open("/proc/self/comm", O_WRONLY | O_CLOEXEC);
+	T_OK(comm);
+	t_unix_pair(a);
+	t_fill_fd(a[1], sizeof(buf), SEED + 7);
+	p = psplice_pair_new(a[0], comm, PSPLICE_F_NOFALLBACK);
+	T_ASSERT(p);
+	T_ERRNO(psplice_pair_move(p, NULL, NULL, 4096, 0, &r), EOPNOTSUPP);
+	T_EQ(r.side, PSPLICE_SIDE_OUT);
+	T_EQ_U(r.in_bytes, sizeof(buf));
+	T_EQ_U(psplice_pair_pending(p), sizeof(buf));
+	T_ERRNO(psplice_pair_move(p, NULL, NULL, 4096, 0, &r), EOPNOTSUPP);
+	T_RESULT(r, EOPNOTSUPP, PSPLICE_SIDE_OUT, 0, 0);
+	T_EQ_U(psplice_pair_take(p, buf, sizeof(buf)), sizeof(buf));
+	T_ASSERT(t_check_buf(buf, sizeof(buf), SEED + 7, 0));
+	psplice_pair_free(p);
+	close(comm);
+	t_close_pair(a);
+}
+
+/* A pair freed by a thread-specific-data destructor, after the library's
+ * own per-thread state is gone: its pending bytes are handed back all the
+ * same. */
+static pthread_key_t pair_key;
+static uint64_t freed_parked, freed_want;
+
+static void free_at_exit(void *arg)
+{
+	psplice_pair_free(arg);
+	freed_parked = psplice_last()->parked_len;
+}
+
+static void *take_then_exit(void *arg)
+{
+	struct stream *s = arg;
+
+	take_some(s);
+	drain(s, SIZE_MAX);
+	freed_want = s->pending;
+	pthread_setspecific(pair_key, s->p);
+	return NULL;
+}
+
+static void freed_at_thread_exit(void)
+{
+	struct stream s;
+	pthread_t th;
+
+	stream_open(&s, 300000, SEED + 8);
+	/* The library's key first: its destructor runs before ours. */
+	T_EQ_U(psplice_pair_pending(s.p), 0);
+	(void)psplice_last();
+	T_EQ(pthread_key_create(&pair_key, free_at_exit), 0);
+	T_EQ(pthread_create(&th, NULL, take_then_exit, &s), 0);
+	T_EQ(pthread_join(th, NULL), 0);
+	T_ASSERT(freed_want > 0);
+	T_EQ_U(freed_parked, freed_want);
+	s.p = NULL;
+	stream_close(&s);
+	pthread_key_delete(pair_key);
+}
+
 #define NSTREAMS 5
 
 /* PSPLICE_MAX_PIPES=2: two pairs keep their pipes; the others hold their
@@ -509,6 +626,7 @@ int main(int argc, char **argv)
 	 * this process keeps a pipe. */
 	T_EQ(t_child(budget, NULL), T_PASS);
 	T_EQ(t_child(no_fds, NULL), T_PASS);
+	T_EQ(t_child(nofallback, NULL), T_PASS);
 	if (t_root()) {
 		st = t_child(small_pipes, NULL);
 		T_ASSERT(st == T_PASS || st == T_SKIP);
@@ -520,5 +638,8 @@ int main(int argc, char **argv)
 	take_and_free();
 	pair_copy();
 	two_threads();
+	fork_then_free(true);
+	fork_then_free(false);
+	freed_at_thread_exit();
 	return T_PASS;
 }

@@ -252,7 +252,8 @@ static int pump(struct worker *w, struct conn *c, struct dir *d, struct failure 
 	for (i = 0; i < BUDGET; i++) {
 		psplice_pair_move(d->pair, NULL, NULL, CHUNK, PSPLICE_F_NONBLOCK, &res);
 		count(w, c, d, &res);
-		if (res.in_bytes)
+		/* A slow reader taking held bytes is not idle. */
+		if (res.in_bytes || res.out_bytes)
 			touch(w, c);
 		if (!res.error) {
 			if (res.in_bytes || res.out_bytes)
