@@ -1,5 +1,6 @@
 /* splice(2) directly, when one side already is a pipe. */
 #include <errno.h>
+#include <poll.h>
 
 #include "internal.h"
 #include "sys.h"
@@ -15,6 +16,34 @@ static int side_of(const struct ps_xfer *x, int err)
 	return x->out->kind == PS_K_PIPE ? PSPLICE_SIDE_IN : PSPLICE_SIDE_OUT;
 }
 
+/* splice(2) from a socket, tty or other device into a pipe waits for input
+ * inside the kernel holding the pipe's lock. Until a byte arrives, anyone
+ * else who touches that pipe sleeps uninterruptibly: its reader, even for
+ * bytes already in it, and a process that closes an end of it or exits.
+ * A blocking call waits here instead, in poll(2), which holds no lock and
+ * also wakes when the pipe's last reader leaves (POLLERR). SPLICE_F_NONBLOCK
+ * would not do: TCP and ttys ignore it on the input. A call not meant to
+ * wait is left as it was: with PSPLICE_F_NONBLOCK the input has been polled
+ * (nonblock_side), and an O_NONBLOCK end asks splice not to wait. */
+static bool waits_holding_pipe(const struct ps_xfer *x)
+{
+	const struct ps_endpoint *in = x->in, *out = x->out;
+
+	return out->kind == PS_K_PIPE && in->kind != PS_K_PIPE && !in->seekable &&
+	       !in->nonblock && !out->nonblock && !(x->flags & PSPLICE_F_NONBLOCK);
+}
+
+static int wait_input(const struct ps_xfer *x)
+{
+	struct pollfd p[2] = { { .fd = x->in->fd, .events = POLLIN },
+			       { .fd = x->out->fd, .events = 0 } };
+
+	if (!waits_holding_pipe(x))
+		return 0;
+	/* Should poll itself fail, splice waits as it always did. */
+	return ps_ret(poll(p, 2, -1)) == -EINTR ? -EINTR : 0;
+}
+
 int ps__path_splice(struct ps_xfer *x)
 {
 	int64_t oi = x->off_in ? *x->off_in : 0, oo = x->off_out ? *x->off_out : 0;
@@ -28,8 +57,10 @@ int ps__path_splice(struct ps_xfer *x)
 	if (x->out->kind != PS_K_PIPE && ps_known_append(x->out))
 		return ps__next(x, EINVAL);
 	for (;;) {
-		n = ps_splice(x->in->fd, x->off_in ? &oi : NULL, x->out->fd,
-			      x->off_out ? &oo : NULL, len, ps__splice_flags(x));
+		n = wait_input(x);
+		if (!n)
+			n = ps_splice(x->in->fd, x->off_in ? &oi : NULL, x->out->fd,
+				      x->off_out ? &oo : NULL, len, ps__splice_flags(x));
 		if (n != -EINTR || !x->retry_eintr)
 			break;
 	}
