@@ -30,7 +30,7 @@ static bool waits_holding_pipe(const struct ps_xfer *x)
 	const struct ps_endpoint *in = x->in, *out = x->out;
 
 	return out->kind == PS_K_PIPE && in->kind != PS_K_PIPE && !in->seekable &&
-	       !in->nonblock && !out->nonblock && !(x->flags & PSPLICE_F_NONBLOCK);
+	       !(x->flags & PSPLICE_F_NONBLOCK) && !ps__nonblock(in) && !ps__nonblock(out);
 }
 
 static int wait_input(const struct ps_xfer *x)

@@ -263,11 +263,14 @@ static int sync_file(int fd, unsigned int flags, int *level)
 }
 
 /* tmpfs and ramfs keep files in memory alone: the calls succeed, and
- * nothing of it would survive a power loss. */
-static bool in_memory(int fd)
+ * nothing of it would survive a power loss. A block device's node lives on
+ * devtmpfs, and the device itself is what a sync reaches. */
+static bool in_memory(int fd, const struct stat *st)
 {
 	struct statfs sf;
 
+	if (S_ISBLK(st->st_mode))
+		return false;
 	return fstatfs(fd, &sf) == 0 && ((unsigned long)sf.f_type == TMPFS_MAGIC ||
 					 (unsigned long)sf.f_type == RAMFS_MAGIC);
 }
@@ -287,7 +290,7 @@ int psplice_sync(int fd, int64_t offset, int64_t nbytes, unsigned int flags,
 		r = sync_file(fd, flags, &level);
 	if (r < 0)
 		sticky_set(fd, &st, -r);
-	if (level > PSPLICE_LEVEL_NONE && in_memory(fd))
+	if (level > PSPLICE_LEVEL_NONE && in_memory(fd, &st))
 		level = PSPLICE_LEVEL_NONE;
 	if (achieved)
 		*achieved = (enum psplice_sync_level)level;
