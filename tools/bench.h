@@ -27,6 +27,9 @@ enum bench_unit {
 	BENCH_MS,      /* milliseconds, lower is better */
 	BENCH_MIB,     /* MiB, lower is better */
 	BENCH_CPUGIB,  /* CPU seconds per GiB moved, lower is better */
+	BENCH_BYTESGIB, /* bytes per GiB moved (copied through memory), lower is better */
+	BENCH_COUNT,   /* a count (fds, pipes), lower is better */
+	BENCH_KIB,     /* KiB, lower is better */
 	BENCH_NUNITS
 };
 
@@ -122,6 +125,7 @@ void bench_mechanism(const struct bench_opts *o);
 void bench_percall(const struct bench_opts *o);
 void bench_peers_cat(const struct bench_opts *o);
 void bench_peers_cp(const struct bench_opts *o);
+void bench_pressure(const struct bench_opts *o);
 void bench_relay(const struct bench_opts *o);
 void bench_scaling(const struct bench_opts *o);
 void bench_writebehind(const struct bench_opts *o);

@@ -36,32 +36,71 @@ static char *slurp(const char *path, size_t max)
 	return buf;
 }
 
-enum fwd_kind { F_DIRECT, F_PSPLICE, F_READWRITE, F_SOCAT, F_HAPROXY, F_COUNT };
+enum fwd_kind { F_DIRECT, F_RELAY, F_SOCAT, F_HAPROXY };
 
 struct fwd {
 	const char *variant;
 	enum fwd_kind kind;
+	bool copy;                /* psplice relay --copy=readwrite */
+	bool nagle;               /* psplice relay --nagle */
+	const char *lowat;        /* psplice relay --notsent-lowat=, NULL: none */
 	const char *prog;         /* what runs it; NULL for the direct row */
 	char why[100];            /* not measurable here: the reason */
 	char fail[100];           /* the last run that failed: why */
 	struct fwd_runs r;
+	/* What the forwarder sent on to the iperf3 server, summed over runs
+	 * from ss -ti mid-run: bytes_sent and data_segs_out. */
+	double sent, segs;
 };
+
+#define MAX_FWD 8
 
 struct relay_ctx {
 	const struct bench_opts *o;
-	struct fwd f[F_COUNT];
+	struct fwd f[MAX_FWD];
+	int n;                    /* variants in this item */
 	char haproxy_note[72];    /* version and splice support */
 	int server_port;
 	pid_t server;
 };
 
-static const char *const variant_names[F_COUNT] = {
-	[F_DIRECT] = "no relay (iperf3 direct)",
-	[F_PSPLICE] = "psplice relay -j 1",
-	[F_READWRITE] = "psplice relay --copy=readwrite",
-	[F_SOCAT] = "socat -b 131072",
-	[F_HAPROXY] = "haproxy splice",
+/* The variants of the main items; the ratios of the targets are taken
+ * between these names. */
+#define V_DIRECT "no relay (iperf3 direct)"
+#define V_PSPLICE "psplice relay -j 1"
+#define V_READWRITE "psplice relay --copy=readwrite"
+#define V_HAPROXY "haproxy splice"
+
+static const struct fwd main_set[] = {
+	{ .variant = V_DIRECT, .kind = F_DIRECT },
+	{ .variant = V_PSPLICE, .kind = F_RELAY },
+	{ .variant = V_READWRITE, .kind = F_RELAY, .copy = true },
+	{ .variant = "socat -b 131072", .kind = F_SOCAT },
+	{ .variant = V_HAPROXY, .kind = F_HAPROXY },
 };
+
+/* The socket options of "fuller segments out" (issue 14): Nagle back on,
+ * and unsent bytes bounded, for both ways of relaying. The read/write relay
+ * with its defaults is the baseline. */
+static const struct fwd sockopt_set[] = {
+	{ .variant = V_READWRITE, .kind = F_RELAY, .copy = true },
+	{ .variant = V_PSPLICE, .kind = F_RELAY },
+	{ .variant = "psplice relay --nagle", .kind = F_RELAY, .nagle = true },
+	{ .variant = "psplice relay --notsent-lowat=1M", .kind = F_RELAY, .lowat = "1M" },
+	{ .variant = "psplice relay --notsent-lowat=128K", .kind = F_RELAY,
+	  .lowat = "128K" },
+	{ .variant = "--copy=readwrite --nagle", .kind = F_RELAY, .copy = true,
+	  .nagle = true },
+	{ .variant = "--copy=readwrite --notsent-lowat=128K", .kind = F_RELAY,
+	  .copy = true, .lowat = "128K" },
+	{ .variant = "--copy=readwrite --notsent-lowat=1M", .kind = F_RELAY, .copy = true,
+	  .lowat = "1M" },
+};
+
+/* The quick subset of the socket options: splice only, Nagle and the bound
+ * that did best in full runs (1M: 0.98x the read/write relay's whole-system
+ * CPU where the relay's defaults gave 1.12x). */
+#define SOCKOPT_QUICK 4
 
 /* Debian puts haproxy in /usr/sbin, outside a user's PATH. */
 static const char *find_haproxy(void)
@@ -111,26 +150,52 @@ static bool relay_has_copy(const char *self)
 }
 
 /* Which forwarders this machine has; the reason for each it has not. */
-static void relay_variants(struct relay_ctx *x)
+static void relay_variants(struct relay_ctx *x, const struct fwd *set, int n)
 {
-	struct fwd *f = x->f;
+	const char *haproxy = NULL;
+	struct fwd *f;
 	int i;
 
-	for (i = 0; i < F_COUNT; i++)
-		f[i] = (struct fwd){ .variant = variant_names[i], .kind = i };
-	f[F_PSPLICE].prog = f[F_READWRITE].prog = x->o->self;
-	if (!relay_has_copy(x->o->self))
-		snprintf(f[F_READWRITE].why, sizeof(f[0].why),
-			 "psplice relay has no --copy=readwrite yet");
-	f[F_SOCAT].prog = "socat";
-	if (!bench_have("socat"))
-		snprintf(f[F_SOCAT].why, sizeof(f[0].why), "socat not installed");
-	f[F_HAPROXY].prog = find_haproxy();
-	if (!f[F_HAPROXY].prog)
-		snprintf(f[F_HAPROXY].why, sizeof(f[0].why), "haproxy not installed");
-	else if (haproxy_check(x, f[F_HAPROXY].prog) < 0)
-		snprintf(f[F_HAPROXY].why, sizeof(f[0].why), "haproxy without splice (%s)",
-			 x->haproxy_note[0] ? x->haproxy_note : "haproxy -vv failed");
+	x->n = n;
+	for (i = 0; i < n; i++) {
+		f = &x->f[i];
+		*f = set[i];
+		switch (f->kind) {
+		case F_DIRECT:
+			break;
+		case F_RELAY:
+			f->prog = x->o->self;
+			if (f->copy && !relay_has_copy(x->o->self))
+				snprintf(f->why, sizeof(f->why),
+					 "psplice relay has no --copy=readwrite yet");
+			break;
+		case F_SOCAT:
+			f->prog = "socat";
+			if (!bench_have("socat"))
+				snprintf(f->why, sizeof(f->why), "socat not installed");
+			break;
+		case F_HAPROXY:
+			f->prog = haproxy = find_haproxy();
+			if (!haproxy)
+				snprintf(f->why, sizeof(f->why), "haproxy not installed");
+			else if (haproxy_check(x, haproxy) < 0)
+				snprintf(f->why, sizeof(f->why), "haproxy without splice (%s)",
+					 x->haproxy_note[0] ? x->haproxy_note :
+					 "haproxy -vv failed");
+			break;
+		}
+	}
+}
+
+/* The variant of this name in the item, or NULL. */
+static struct fwd *variant(struct relay_ctx *x, const char *name)
+{
+	int i;
+
+	for (i = 0; i < x->n; i++)
+		if (!strcmp(x->f[i].variant, name))
+			return &x->f[i];
+	return NULL;
 }
 
 /* One thread, so that its CPU is one core's worth like the -j 1 relays.
@@ -161,16 +226,19 @@ static int forwarder_argv(const struct relay_ctx *x, const struct fwd *f, int po
 
 	fwd_cmd_init(c, f->prog);
 	switch (f->kind) {
-	case F_READWRITE:
-	case F_PSPLICE:
+	case F_RELAY:
 		fwd_arg(c, "relay");
 		fwd_arg(c, "-j");
 		fwd_arg(c, "1");
 		/* Stopped with SIGTERM: drain for less than fwd_stop waits. */
 		fwd_arg(c, "--drain-timeout");
 		fwd_arg(c, "1");
-		if (f->kind == F_READWRITE)
+		if (f->copy)
 			fwd_arg(c, "--copy=readwrite");
+		if (f->nagle)
+			fwd_arg(c, "--nagle");
+		if (f->lowat)
+			fwd_arg(c, "--notsent-lowat=%s", f->lowat);
 		fwd_arg(c, "127.0.0.1:%d", port);
 		fwd_arg(c, "127.0.0.1:%d", x->server_port);
 		return 0;
@@ -208,7 +276,7 @@ static int server_start(struct relay_ctx *x)
 	fwd_arg(&c, "-p");
 	fwd_arg(&c, "%d", x->server_port);
 	fwd_scratch(x->o, "iperf3-server.log", log, sizeof(log));
-	x->server = fwd_start_listener(c.argv, x->server_port, log, x->f[F_DIRECT].fail,
+	x->server = fwd_start_listener(c.argv, x->server_port, log, x->f[0].fail,
 				       sizeof(x->f[0].fail));
 	return x->server < 0 ? -1 : 0;
 }
@@ -285,23 +353,66 @@ static int iperf_secs(const struct bench_opts *o)
 	return o->secs < 1 ? 1 : (int)(o->secs + 0.5);
 }
 
-static int iperf_run(struct relay_ctx *x, int port, int streams, double *gbps,
-		     double *bytes, double *peers_cpu, char *why, size_t size)
+/* The sum of every "key:N" in text. */
+static double sum_field(const char *text, const char *key)
 {
-	char out[4096], cmd[4400];
+	size_t len = strlen(key);
+	const char *p = text;
+	double sum = 0;
+
+	while ((p = strstr(p, key))) {
+		if (p == text || p[-1] == ' ' || p[-1] == '\t')
+			sum += strtod(p + len, NULL);
+		p += len;
+	}
+	return sum;
+}
+
+/* What ss -ti said of the sockets that send to the iperf3 server (the
+ * forwarder's, or the client's in the direct row): bytes and data
+ * segments sent so far. */
+static void segments_add(struct fwd *f, const char *path)
+{
+	char *ss = slurp(path, 1 << 20);
+	double sent, segs;
+
+	if (!ss)
+		return;
+	sent = sum_field(ss, "bytes_sent:");
+	segs = sum_field(ss, "data_segs_out:");
+	free(ss);
+	if (sent > 0 && segs > 0) {
+		f->sent += sent;
+		f->segs += segs;
+	}
+}
+
+/* iperf3 through port; ss samples the sockets that reach the server at
+ * two thirds of the test, for the segment sizes. */
+static int iperf_run(struct relay_ctx *x, struct fwd *f, int port, int streams,
+		     double *gbps, double *bytes, double *peers_cpu)
+{
+	char out[4096], seg[4096], cmd[9000];
 	int secs = iperf_secs(x->o), st;
 
 	fwd_scratch(x->o, "iperf3.json", out, sizeof(out));
+	fwd_scratch(x->o, "ss.txt", seg, sizeof(seg));
 	unlink(out);
-	snprintf(cmd, sizeof(cmd), "timeout -k 2 %d iperf3 -c 127.0.0.1 -p %d -t %d -P %d "
-		 "-J --connect-timeout 3000 > '%s'", secs + 15, port, secs, streams, out);
+	unlink(seg);
+	snprintf(cmd, sizeof(cmd), "(sleep %.2f; ss -tniH state established "
+		 "dport = :%d > '%s' 2>/dev/null) & "
+		 "timeout -k 2 %d iperf3 -c 127.0.0.1 -p %d -t %d -P %d "
+		 "-J --connect-timeout 3000 > '%s'; st=$?; wait; exit $st",
+		 secs * 2 / 3.0 + 0.2, x->server_port, seg, secs + 15, port, secs,
+		 streams, out);
 	st = bench_sh(cmd, NULL, NULL);
-	if (iperf_parse(out, gbps, bytes, peers_cpu, why, size) < 0)
+	if (iperf_parse(out, gbps, bytes, peers_cpu, f->fail, sizeof(f->fail)) < 0)
 		return -1;
 	if (st != 0) {
-		snprintf(why, size, "iperf3 exited with %d", st);
+		snprintf(f->fail, sizeof(f->fail), "iperf3 exited with %d", st);
 		return -1;
 	}
+	segments_add(f, seg);
 	return 0;
 }
 
@@ -331,12 +442,12 @@ static int relay_run(struct relay_ctx *x, struct fwd *f, int streams)
 		if (pid < 0)
 			return -1;
 	}
-	r = iperf_run(x, port, streams, &gbps, &bytes, &peers, f->fail, sizeof(f->fail));
+	r = iperf_run(x, f, port, streams, &gbps, &bytes, &peers);
 	if (pid > 0)
 		cpu = fwd_stop(pid, &st);
 	/* The relay exits 0 after a SIGTERM drain: anything else is a crash
 	 * worth reporting, not a number. */
-	if (!r && (f->kind == F_PSPLICE || f->kind == F_READWRITE) && st != 0) {
+	if (!r && f->kind == F_RELAY && st != 0) {
 		fwd_first_line(errfile, line, sizeof(line));
 		snprintf(f->fail, sizeof(f->fail), "relay exited with %d%s%.60s", st,
 			 *line ? ": " : "", line);
@@ -375,41 +486,51 @@ static void relay_rounds(struct relay_ctx *x, int streams, int reps)
 	int rep, i;
 
 	for (rep = 0; rep < reps; rep++)
-		for (i = 0; i < F_COUNT; i++)
+		for (i = 0; i < x->n; i++)
 			if (!x->f[i].why[0])
 				relay_try(x, &x->f[i], streams);
 }
 
 /* Whose CPU the whole-system figure adds up. */
-static const char *const system_whose[F_COUNT] = {
-	[F_DIRECT] = "iperf3 client+server",
-	[F_PSPLICE] = "relay+iperf3 client+server",
-	[F_READWRITE] = "relay+iperf3 client+server",
-	[F_SOCAT] = "socat+iperf3 client+server",
-	[F_HAPROXY] = "haproxy+iperf3 client+server",
-};
+static const char *system_whose(const struct fwd *f)
+{
+	switch (f->kind) {
+	case F_DIRECT: return "iperf3 client+server";
+	case F_RELAY: return "relay+iperf3 client+server";
+	case F_SOCAT: return "socat+iperf3 client+server";
+	default: return "haproxy+iperf3 client+server";
+	}
+}
+
+/* The mean size of the data segments sent on to the server, "" when ss
+ * gave nothing. */
+static void segments_note(const struct fwd *f, char *buf, size_t size)
+{
+	buf[0] = '\0';
+	if (f->segs > 0)
+		snprintf(buf, size, "; segs out %.1f KiB", f->sent / f->segs / 1024);
+}
 
 /* How the figure was taken, the whole system's CPU per GiB (sys < 0: not
- * known) and, for the peers, what they are. */
+ * known), the segments sent and, for the peers, what they are. */
 static void relay_note(const struct relay_ctx *x, const struct fwd *f, int reps,
 		       double sys, char *note, size_t size)
 {
-	char runs[40], system[64] = "";
+	char runs[40], system[64] = "", segs[32];
 
 	fwd_runs_note(&f->r, reps, runs, sizeof(runs));
+	segments_note(f, segs, sizeof(segs));
 	if (sys >= 0)
-		snprintf(system, sizeof(system), "; system %.2f s/GiB (%s)", sys,
-			 system_whose[f->kind]);
+		snprintf(system, sizeof(system), "; system %.2f s/GiB", sys);
 	if (f->kind == F_HAPROXY)
-		snprintf(note, size, "%s%.56s; %.60s", runs, system, x->haproxy_note);
+		snprintf(note, size, "%s%s%s; %.60s", runs, system, segs, x->haproxy_note);
 	else
-		snprintf(note, size, "%s%.56s%s", runs, system,
+		snprintf(note, size, "%s%s%s%s", runs, system, segs,
 			 f->kind == F_DIRECT ? "; the ceiling" : "");
 }
 
 /* The whole-system item: one row per variant, its figure the forwarder's
- * CPU and both iperf3 ends' per GiB received, lower is better. The baseline
- * is the main item's (HAProxy, else the direct row, which is the floor). */
+ * CPU and both iperf3 ends' per GiB received, lower is better. */
 static void relay_record_system(struct relay_ctx *x, const char *item, int reps,
 				const double *sys, int base)
 {
@@ -417,7 +538,7 @@ static void relay_record_system(struct relay_ctx *x, const char *item, int reps,
 	int i;
 
 	snprintf(sitem, sizeof(sitem), "%s: whole-system CPU", item);
-	for (i = 0; i < F_COUNT; i++) {
+	for (i = 0; i < x->n; i++) {
 		struct fwd *f = &x->f[i];
 
 		if (f->why[0] || !f->r.n) {
@@ -436,22 +557,33 @@ static void relay_record_system(struct relay_ctx *x, const char *item, int reps,
 		else
 			snprintf(runs, sizeof(runs), "known in %d of %d runs", f->r.nsys,
 				 f->r.n);
-		snprintf(note, sizeof(note), "%s; %s%s", runs, system_whose[i],
-			 i == F_DIRECT ? " only: the floor" : "");
+		snprintf(note, sizeof(note), "%s; %s%s", runs, system_whose(f),
+			 f->kind == F_DIRECT ? " only: the floor" : "");
 		bench_row("relay", sitem, f->variant, BENCH_CPUGIB, sys[i], -1, i == base,
 			  note);
 	}
 }
 
-/* HAProxy is the baseline; without it, the ceiling is, so that the other
- * rows still have their ratios. */
-static void relay_record(struct relay_ctx *x, const char *item, int reps)
+/* The first of the baselines named that was measured, so that the other
+ * rows still have their ratios; -1 when none was. */
+static int pick_base(struct relay_ctx *x, const char *const *names, const double *sys)
 {
-	int base = x->f[F_HAPROXY].r.n > 0 ? F_HAPROXY : F_DIRECT, sbase, i;
-	double sys[F_COUNT];
+	struct fwd *f;
+
+	for (; *names; names++)
+		if ((f = variant(x, *names)) && f->r.n && (!sys || sys[f - x->f] >= 0))
+			return (int)(f - x->f);
+	return -1;
+}
+
+static void relay_record(struct relay_ctx *x, const char *item, int reps,
+			 const char *const *bases)
+{
+	int base = pick_base(x, bases, NULL), sbase, i;
+	double sys[MAX_FWD];
 	char note[160];
 
-	for (i = 0; i < F_COUNT; i++) {
+	for (i = 0; i < x->n; i++) {
 		struct fwd *f = &x->f[i];
 
 		sys[i] = f->why[0] ? -1 : fwd_runs_system(&f->r);
@@ -463,67 +595,88 @@ static void relay_record(struct relay_ctx *x, const char *item, int reps)
 		relay_note(x, f, reps, sys[i], note, sizeof(note));
 		fwd_runs_row("relay", item, f->variant, &f->r, i == base, note);
 	}
-	/* The same baseline, unless it is the one without a system figure. */
-	sbase = sys[base] >= 0 ? base : sys[F_DIRECT] >= 0 ? F_DIRECT : -1;
+	/* The same baseline, unless it is one without a system figure. */
+	sbase = pick_base(x, bases, sys);
 	relay_record_system(x, item, reps, sys, sbase);
 }
 
-#define SYSTEM_TARGET "relay vs read/write relay, whole-system CPU per GiB"
-
-static void relay_targets(struct relay_ctx *x, const char *item)
+/* The targets of issue 14 for one item; what says which ("1 stream"). A
+ * row that was not measured leaves its target unmeasured, with the row's
+ * name. */
+static void relay_targets(const char *item, const char *what)
 {
-	const char *what = "relay vs haproxy splice, throughput";
-	char sitem[64];
+	char name[96], sitem[64];
 
-	if (x->f[F_HAPROXY].r.n)
-		bench_target_ratio(what, "relay", item, variant_names[F_PSPLICE],
-				   variant_names[F_HAPROXY], false, 1.15, true);
-	else
-		bench_target_missing(what, 1.15, true, x->f[F_HAPROXY].why[0] ?
-				     x->f[F_HAPROXY].why : x->f[F_HAPROXY].fail);
-	bench_target_ratio("relay vs read/write relay, CPU per GiB", "relay", item,
-			   variant_names[F_PSPLICE], variant_names[F_READWRITE], true, 0.5,
-			   false);
+	snprintf(name, sizeof(name), "relay vs haproxy splice, throughput, %s", what);
+	bench_target_ratio(name, "relay", item, V_PSPLICE, V_HAPROXY, false, 1.15, true);
+	snprintf(name, sizeof(name), "relay vs readwrite, throughput, %s", what);
+	bench_target_ratio(name, "relay", item, V_PSPLICE, V_READWRITE, false, 1.0, true);
+	snprintf(name, sizeof(name), "relay vs readwrite, relay CPU/GiB, %s", what);
+	bench_target_ratio(name, "relay", item, V_PSPLICE, V_READWRITE, true, 0.5, false);
+	snprintf(name, sizeof(name), "relay vs readwrite, whole-system CPU/GiB, %s", what);
 	snprintf(sitem, sizeof(sitem), "%s: whole-system CPU", item);
-	bench_target_ratio(SYSTEM_TARGET, "relay", sitem, variant_names[F_PSPLICE],
-			   variant_names[F_READWRITE], false, 0.5, false);
+	bench_target_ratio(name, "relay", sitem, V_PSPLICE, V_READWRITE, false, 1.0,
+			   false);
 }
 
 static void relay_item(const struct bench_opts *o, const char *item, int streams,
-		       bool targets)
+		       const struct fwd *set, int n, const char *const *bases)
 {
 	struct relay_ctx x = { .o = o, .server = -1 };
 	/* Two runs even in the quick subset: one second of iperf3 on a busy
 	 * machine moves by a third from one run to the next. */
 	int reps = o->quick ? 2 : FWD_MAX_REPS;
 
-	relay_variants(&x);
+	relay_variants(&x, set, n);
 	server_start(&x);
 	relay_rounds(&x, streams, reps);
 	if (x.server > 0)
 		bench_stop(x.server, NULL);
-	relay_record(&x, item, reps);
-	if (targets)
-		relay_targets(&x, item);
+	relay_record(&x, item, reps, bases);
+}
+
+#define N_OF(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+static void relay_missing(const char *what, const char *why)
+{
+	char name[96];
+
+	snprintf(name, sizeof(name), "relay vs haproxy splice, throughput, %s", what);
+	bench_target_missing(name, 1.15, true, why);
+	snprintf(name, sizeof(name), "relay vs readwrite, throughput, %s", what);
+	bench_target_missing(name, 1.0, true, why);
+	snprintf(name, sizeof(name), "relay vs readwrite, relay CPU/GiB, %s", what);
+	bench_target_missing(name, 0.5, false, why);
+	snprintf(name, sizeof(name), "relay vs readwrite, whole-system CPU/GiB, %s", what);
+	bench_target_missing(name, 1.0, false, why);
 }
 
 void bench_relay(const struct bench_opts *o)
 {
+	/* HAProxy is the baseline of the main items; without it, the ceiling
+	 * (the direct row) is. */
+	static const char *const main_bases[] = { V_HAPROXY, V_DIRECT, NULL };
+	static const char *const sockopt_bases[] = { V_READWRITE, NULL };
 	const char *item1 = "iperf3, 1 stream", *item8 = "iperf3, 8 streams";
+	const char *itemo = "sockopts, 1 stream";
 	int i;
 
 	if (!bench_have("iperf3")) {
-		for (i = 0; i < F_COUNT; i++)
-			bench_skip("relay", item1, variant_names[i],
+		for (i = 0; i < N_OF(main_set); i++)
+			bench_skip("relay", item1, main_set[i].variant,
 				   "iperf3 not installed");
-		bench_target_missing("relay vs haproxy splice, throughput", 1.15, true,
-				     "iperf3 not installed");
-		bench_target_missing("relay vs read/write relay, CPU per GiB", 0.5, false,
-				     "iperf3 not installed");
-		bench_target_missing(SYSTEM_TARGET, 0.5, false, "iperf3 not installed");
+		relay_missing("1 stream", "iperf3 not installed");
+		relay_missing("8 streams", "iperf3 not installed");
 		return;
 	}
-	relay_item(o, item1, 1, true);
+	relay_item(o, item1, 1, main_set, N_OF(main_set), main_bases);
 	if (!o->quick)
-		relay_item(o, item8, 8, false);
+		relay_item(o, item8, 8, main_set, N_OF(main_set), main_bases);
+	relay_item(o, itemo, 1, sockopt_set, o->quick ? SOCKOPT_QUICK : N_OF(sockopt_set),
+		   sockopt_bases);
+	relay_targets(item1, "1 stream");
+	if (!o->quick)
+		relay_targets(item8, "8 streams");
+	else
+		relay_missing("8 streams", "not in the --quick subset");
 }

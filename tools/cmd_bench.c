@@ -40,6 +40,7 @@ static const struct group groups[] = {
 	{ "cat", bench_peers_cat },
 	{ "cp", bench_peers_cp },
 	{ "relay", bench_relay },
+	{ "pressure", bench_pressure },
 	{ "scaling", bench_scaling },
 	{ "write-behind", bench_writebehind },
 };
@@ -48,7 +49,8 @@ static const struct group groups[] = {
 static const char *const unit_names[BENCH_NUNITS] = {
 	[BENCH_GIBPS] = "GiB/s", [BENCH_GBITPS] = "Gbit/s", [BENCH_NSCALL] = "ns/call",
 	[BENCH_SECS] = "s", [BENCH_MS] = "ms", [BENCH_MIB] = "MiB",
-	[BENCH_CPUGIB] = "CPU s/GiB",
+	[BENCH_CPUGIB] = "CPU s/GiB", [BENCH_BYTESGIB] = "B/GiB", [BENCH_COUNT] = "count",
+	[BENCH_KIB] = "KiB",
 };
 
 static const char *unit_name(int unit)
@@ -137,7 +139,8 @@ static void print_targets(FILE *f)
 
 static void print_value(FILE *f, const struct bench_row *r)
 {
-	if (r->unit == BENCH_NSCALL || r->unit == BENCH_MIB)
+	if (r->unit == BENCH_NSCALL || r->unit == BENCH_MIB || r->unit == BENCH_BYTESGIB ||
+	    r->unit == BENCH_COUNT)
 		fprintf(f, "%9.0f %-9s", r->value, unit_name(r->unit));
 	else
 		fprintf(f, "%9.3f %-9s", r->value, unit_name(r->unit));
@@ -482,7 +485,8 @@ const struct cli_cmd cli_cmd_bench = {
 		"\n"
 		"      --quick       a subset that runs in about a minute\n"
 		"      --only LIST   only these groups, comma-separated: mechanism,\n"
-		"                    per-call, cat, cp, relay, scaling, write-behind\n"
+		"                    per-call, cat, cp, relay, pressure, scaling,\n"
+		"                    write-behind\n"
 		"      --dir DIR     scratch directory, on the filesystem to measure\n"
 		"                    (default: a new directory in /var/tmp, removed after)\n"
 		"      --out DIR     also write DIR/latest.csv, latest.svg and latest.txt\n"
