@@ -109,7 +109,7 @@ want $LINENO "psplice relay -j 2 --copy r" readwrite
 groups=$(sed -n 's/^[[:space:]]*{ "\([a-z-]*\)", bench_.*/\1/p' "$top/tools/cmd_bench.c")
 [ -n "$groups" ] || fail $LINENO "no group table found in tools/cmd_bench.c"
 want $LINENO "psplice bench --only " $groups
-want $LINENO "psplice bench --only=cat,p" cat,per-call
+want $LINENO "psplice bench --only=cat,pe" cat,per-call
 want $LINENO "psplice bench --quick --only=mechanism,cp,s" mechanism,cp,scaling
 # Numbers and sizes have nothing to offer.
 want $LINENO "psplice cat --offset "
