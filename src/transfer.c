@@ -616,7 +616,8 @@ static struct psplice_pair *refused(const struct psplice_result *r)
 	return NULL;
 }
 
-struct psplice_pair *psplice_pair_new(int fd_in, int fd_out, unsigned int flags)
+static struct psplice_pair *pair_new(int fd_in, int fd_out, unsigned int flags,
+				      bool hold)
 {
 	struct psplice_result r = { 0 };
 	struct psplice_pair p, *pp;
@@ -638,12 +639,28 @@ struct psplice_pair *psplice_pair_new(int fd_in, int fd_out, unsigned int flags)
 	}
 	*pp = p;
 	/* Bytes taken from a non-seekable input exist nowhere else. */
-	pp->holds = !pp->in.seekable;
+	pp->holds = hold && !pp->in.seekable;
 	if (pp->holds) {
 		pp->hold = (struct ps_hold){ .pipe = NULL };
 		pthread_mutex_init(&pp->hold.lock, NULL);
 	}
 	return pp;
+}
+
+__attribute__((symver("psplice_pair_new@@PSPLICE_0.2"), visibility("default")))
+struct psplice_pair *ps__pair_new_0_2(int fd_in, int fd_out, unsigned int flags);
+struct psplice_pair *ps__pair_new_0_2(int fd_in, int fd_out, unsigned int flags)
+{
+	return pair_new(fd_in, fd_out, flags, true);
+}
+
+/* Programs built against 0.1 were promised parked bytes from a pair's
+ * moves, as from psplice_ex: their pairs never hold bytes pending. */
+__attribute__((symver("psplice_pair_new@PSPLICE_0.1"), visibility("default")))
+struct psplice_pair *ps__pair_new_0_1(int fd_in, int fd_out, unsigned int flags);
+struct psplice_pair *ps__pair_new_0_1(int fd_in, int fd_out, unsigned int flags)
+{
+	return pair_new(fd_in, fd_out, flags, false);
 }
 
 static void lock(struct psplice_pair *p)

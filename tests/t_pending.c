@@ -509,6 +509,30 @@ static void freed_at_thread_exit(void)
 	pthread_key_delete(pair_key);
 }
 
+/* A program built against 0.1 gets psplice_pair_new@PSPLICE_0.1, whose
+ * pairs park what they could not deliver, as that version promised. */
+struct psplice_pair *pair_new_0_1(int fd_in, int fd_out, unsigned int flags);
+__asm__(".symver pair_new_0_1, psplice_pair_new@PSPLICE_0.1");
+
+static void version_0_1(void)
+{
+	struct psplice_result r;
+	struct stream s;
+
+	stream_open(&s, 300000, SEED + 9);
+	psplice_pair_free(s.p);
+	s.p = pair_new_0_1(s.in_r, s.out_w, 0);
+	T_ASSERT(s.p);
+	feed(&s);
+	psplice_pair_move(s.p, NULL, NULL, MOVE, PSPLICE_F_NONBLOCK, &r);
+	T_ASSERT(r.in_bytes > r.out_bytes);
+	T_EQ_U(r.parked_len, r.in_bytes - r.out_bytes);
+	T_EQ_U(psplice_pair_pending(s.p), 0);
+	drain(&s, SIZE_MAX);
+	T_ASSERT(t_check_buf(r.parked, r.parked_len, s.seed, s.checked));
+	stream_close(&s);
+}
+
 #define NSTREAMS 5
 
 /* PSPLICE_MAX_PIPES=2: two pairs keep their pipes; the others hold their
@@ -641,5 +665,6 @@ int main(int argc, char **argv)
 	fork_then_free(true);
 	fork_then_free(false);
 	freed_at_thread_exit();
+	version_0_1();
 	return T_PASS;
 }
