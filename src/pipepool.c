@@ -21,7 +21,7 @@
  * fragments (16 skb fragments fill a default 64 KiB pipe at ~23 KiB). */
 #define PS_PIPE_SIZE (1u << 20)
 #define PS_BUF_SIZE (256u << 10)
-#define PS_SPARE_MAX 16       /* empty pipes kept for reuse */
+#define PS_SPARE_MAX 4        /* empty pipes kept for reuse */
 #define PS_KEEP_MIN 4
 #define PS_KEEP_MAX 1024
 
