@@ -9,6 +9,29 @@ t=$(mktemp -d "$dir/cli-bench-XXXXXX") || exit 1
 trap 'rm -rf "$t"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
+# --out is checked before the run
+"$bin" bench --quick --only per-call --out /proc/psplice-nope 2> "$t/err.out"; rc=$?
+[ $rc -eq 1 ] || fail "--out into /proc: exit $rc"
+grep -q "cannot create directory '/proc/psplice-nope'" "$t/err.out" || fail "--out: $(cat "$t/err.out")"
+[ "$(wc -l < "$t/err.out")" -eq 1 ] || fail "--out: the run started: $(cat "$t/err.out")"
+
+# A run stopped half-way (SIGTERM; Ctrl-C's SIGINT goes the same way) leaves
+# no scratch directory behind and ends by the same signal.
+ls -d /var/tmp/psplice-bench.* > "$t/before" 2>/dev/null
+"$bin" bench --quick --only cp > /dev/null 2> "$t/err.stop" &
+pid=$!
+i=0
+while [ "$(ls -d /var/tmp/psplice-bench.* 2>/dev/null | grep -vxFf "$t/before" | wc -l)" -eq 0 ]; do
+	i=$((i + 1)); [ $i -le 100 ] || fail "no scratch directory appeared"
+	sleep 0.1
+done
+sleep 1
+kill -TERM $pid
+wait $pid; rc=$?
+[ $rc -eq 143 ] || fail "stopped bench: exit $rc, want 143 (SIGTERM)"
+left=$(ls -d /var/tmp/psplice-bench.* 2>/dev/null | grep -vxFf "$t/before")
+[ -z "$left" ] || fail "scratch left behind: $left"
+
 "$bin" bench --quick --only mechanism,per-call --secs 0.2 --dir "$t" --out "$t/out" \
 	> "$t/table" 2> "$t/err" || fail "bench: exit $? ($(tail -3 "$t/err"))"
 for f in latest.csv latest.svg latest.txt; do

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/utsname.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "bench.h"
@@ -414,6 +415,59 @@ static void remove_scratch(const char *dir)
 	bench_sh(cmd, NULL, NULL);
 }
 
+/* --out is checked before the run, not after minutes of it. */
+static void check_out(const char *out)
+{
+	if (mkdir(out, 0755) < 0 && errno != EEXIST) {
+		cli_error(errno, "cannot create directory %s", cli_quote(out));
+		exit(1);
+	}
+	if (access(out, W_OK | X_OK) < 0) {
+		cli_error(errno, "cannot write into %s", cli_quote(out));
+		exit(1);
+	}
+}
+
+static volatile sig_atomic_t child_pid;
+
+static void pass_on(int sig)
+{
+	if (child_pid > 0)
+		kill(child_pid, sig);
+}
+
+/* The run goes on in a child; this process waits, passing on SIGINT,
+ * SIGTERM and SIGHUP, and removes the scratch directory however the run
+ * ended (its mounts went with the child's mount namespace). A run killed
+ * by a signal ends this process by the same signal. In the child: 0. */
+static int supervise(const char *scratch)
+{
+	struct sigaction sa = { .sa_handler = pass_on };
+	int st, sig;
+	pid_t pid;
+
+	fflush(NULL);
+	pid = fork();
+	if (pid <= 0)
+		return pid < 0 ? -1 : 0;
+	child_pid = pid;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR)
+			exit(1);
+	if (scratch)
+		remove_scratch(scratch);
+	if (WIFSIGNALED(st)) {
+		sig = WTERMSIG(st);
+		signal(sig, SIG_DFL);
+		raise(sig);
+	}
+	exit(WIFEXITED(st) ? WEXITSTATUS(st) : 1);
+}
+
 static int bench_main(const struct cli_cmd *cmd, int argc, char **argv)
 {
 	struct bench_opts o = { .secs = 0 };
@@ -448,10 +502,17 @@ static int bench_main(const struct cli_cmd *cmd, int argc, char **argv)
 	self[n] = '\0';
 	o.self = self;
 	o.root = geteuid() == 0;
+	if (out)
+		check_out(out);
 	o.dir = dir ? dir : make_scratch();
 	if (!o.dir || (dir && access(dir, W_OK) < 0)) {
 		cli_error(errno, "cannot use scratch directory %s",
 			  cli_quote(dir ? dir : "/var/tmp"));
+		return 1;
+	}
+	/* A scratch directory of our own is removed even after Ctrl-C. */
+	if (supervise(dir ? NULL : o.dir) < 0) {
+		cli_error(errno, "cannot start the run");
 		return 1;
 	}
 	/* Servers ignore SIGPIPE, and every peer here measured is one. */
@@ -462,8 +523,6 @@ static int bench_main(const struct cli_cmd *cmd, int argc, char **argv)
 	describe_machine(machine, sizeof(machine), o.dir);
 	fprintf(stderr, "psplice bench %s: %s\n", o.quick ? "--quick" : "(full)", machine);
 	run_groups(&o, only);
-	if (!dir)
-		remove_scratch(o.dir);
 	finish();
 	printf("%s\n", machine);
 	print_targets(stdout);
