@@ -61,6 +61,16 @@ def recv_sha(s, slow):
             time.sleep(0.02)
     return h.hexdigest(), n
 
+# Send path on s while reading what comes back; its sha256 and length to out.
+def both_ways(s, path, slow, out):
+    th = threading.Thread(target=send_file, args=(s, path))
+    th.start()
+    sha, n = recv_sha(s, slow)
+    th.join()
+    with open(out, "w") as f:
+        f.write("%s %d\n" % (sha, n))
+    s.close()
+
 def server(ready, down, out):
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
@@ -69,25 +79,13 @@ def server(ready, down, out):
         f.write("%d\n" % s.getsockname()[1])
     os.rename(ready + ".tmp", ready)
     c, _ = s.accept()
-    th = threading.Thread(target=send_file, args=(c, down))
-    th.start()
-    sha, n = recv_sha(c, False)
-    th.join()
-    with open(out, "w") as f:
-        f.write("%s %d\n" % (sha, n))
-    c.close()
+    both_ways(c, down, False, out)
 
 def client(port, up, out):
     s = socket.socket()
     s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8192)
     s.connect(("127.0.0.1", port))
-    th = threading.Thread(target=send_file, args=(s, up))
-    th.start()
-    sha, n = recv_sha(s, True)
-    th.join()
-    with open(out, "w") as f:
-        f.write("%s %d\n" % (sha, n))
-    s.close()
+    both_ways(s, up, True, out)
 
 if sys.argv[1] == "server":
     server(*sys.argv[2:])
