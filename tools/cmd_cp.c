@@ -13,7 +13,10 @@
 
 #include "cp.h"
 
-enum { OPT_SYNC = 0x200, OPT_NO_WRITE_BEHIND, OPT_REFLINK, OPT_PROGRESS };
+enum {
+	OPT_SYNC = 0x200, OPT_NO_WRITE_BEHIND, OPT_REFLINK, OPT_PROGRESS, OPT_PRESERVE,
+	OPT_NO_PRESERVE, OPT_BACKUP, OPT_SPARSE, OPT_PARENTS
+};
 
 static const struct option longopts[] = {
 	{ "reflink", optional_argument, NULL, OPT_REFLINK },
@@ -22,9 +25,23 @@ static const struct option longopts[] = {
 	{ "progress", no_argument, NULL, OPT_PROGRESS },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "no-clobber", no_argument, NULL, 'n' },
+	{ "interactive", no_argument, NULL, 'i' },
 	{ "force", no_argument, NULL, 'f' },
-	{ "preserve", no_argument, NULL, 'p' },
+	{ "update", no_argument, NULL, 'u' },
+	{ "backup", optional_argument, NULL, OPT_BACKUP },
+	{ "suffix", required_argument, NULL, 'S' },
+	{ "archive", no_argument, NULL, 'a' },
+	{ "preserve", optional_argument, NULL, OPT_PRESERVE },
+	{ "no-preserve", required_argument, NULL, OPT_NO_PRESERVE },
 	{ "recursive", no_argument, NULL, 'r' },
+	{ "dereference", no_argument, NULL, 'L' },
+	{ "no-dereference", no_argument, NULL, 'P' },
+	{ "link", no_argument, NULL, 'l' },
+	{ "symbolic-link", no_argument, NULL, 's' },
+	{ "target-directory", required_argument, NULL, 't' },
+	{ "no-target-directory", no_argument, NULL, 'T' },
+	{ "parents", no_argument, NULL, OPT_PARENTS },
+	{ "sparse", required_argument, NULL, OPT_SPARSE },
 	CLI_COMMON_LONGOPTS
 };
 
@@ -55,6 +72,131 @@ static enum cp_reflink parse_reflink(const struct cli_cmd *cmd, const char *arg)
 			cli_quote(arg));
 }
 
+/* --preserve=LIST, --no-preserve=LIST -> CP_KEEP_* */
+static unsigned int parse_keep(const struct cli_cmd *cmd, const char *arg, const char *opt)
+{
+	static const struct { const char *name; unsigned int bits; } attrs[] = {
+		{ "mode", CP_KEEP_MODE }, { "ownership", CP_KEEP_OWNER },
+		{ "timestamps", CP_KEEP_TIMES }, { "xattr", CP_KEEP_XATTR },
+		{ "all", CP_KEEP_ALL },
+	};
+	unsigned int bits = 0, i;
+	size_t len;
+
+	for (;;) {
+		len = strcspn(arg, ",");
+		for (i = 0; i < sizeof(attrs) / sizeof(attrs[0]); i++)
+			if (strlen(attrs[i].name) == len && !strncmp(arg, attrs[i].name, len))
+				break;
+		if (i == sizeof(attrs) / sizeof(attrs[0]))
+			cli_usage_error(cmd, "invalid argument %s for '%s'\n"
+					"Valid arguments are:\n  - 'mode'\n  - 'ownership'\n"
+					"  - 'timestamps'\n  - 'xattr'\n  - 'all'",
+					cli_quote(arg), opt);
+		bits |= attrs[i].bits;
+		if (!arg[len])
+			return bits;
+		arg += len + 1;
+	}
+}
+
+/* --backup=CONTROL (or $VERSION_CONTROL), with cp(1)'s names */
+static enum cp_backup parse_backup(const struct cli_cmd *cmd, const char *arg,
+				   const char *what)
+{
+	static const struct { const char *name; enum cp_backup kind; } kinds[] = {
+		{ "none", CP_BACKUP_NONE }, { "off", CP_BACKUP_NONE },
+		{ "simple", CP_BACKUP_SIMPLE }, { "never", CP_BACKUP_SIMPLE },
+		{ "existing", CP_BACKUP_EXISTING }, { "nil", CP_BACKUP_EXISTING },
+		{ "numbered", CP_BACKUP_NUMBERED }, { "t", CP_BACKUP_NUMBERED },
+	};
+	unsigned int i;
+
+	if (!arg || !*arg)
+		return CP_BACKUP_EXISTING;
+	for (i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+		if (!strcmp(arg, kinds[i].name))
+			return kinds[i].kind;
+	cli_usage_error(cmd, "invalid argument %s for %s\n"
+			"Valid arguments are:\n  - 'none', 'off'\n  - 'simple', 'never'\n"
+			"  - 'existing', 'nil'\n  - 'numbered', 't'", cli_quote(arg), what);
+}
+
+static enum cp_sparse parse_sparse(const struct cli_cmd *cmd, const char *arg)
+{
+	if (!strcmp(arg, "auto"))
+		return CP_SPARSE_AUTO;
+	if (!strcmp(arg, "always"))
+		return CP_SPARSE_ALWAYS;
+	if (!strcmp(arg, "never"))
+		return CP_SPARSE_NEVER;
+	cli_usage_error(cmd, "invalid argument %s for '--sparse'\n"
+			"Valid arguments are:\n  - 'never'\n  - 'auto'\n  - 'always'",
+			cli_quote(arg));
+}
+
+/* "dir" + "x/y/" -> "dir/y" */
+static char *path_in_dir(const char *dir, const char *src)
+{
+	size_t len = strlen(src), dlen = strlen(dir);
+	const char *base;
+	char *p;
+
+	while (len > 1 && src[len - 1] == '/')
+		len--;
+	base = memrchr(src, '/', len);
+	base = base ? base + 1 : src;
+	len -= (size_t)(base - src);
+	p = malloc(dlen + len + 2);
+	if (!p)
+		return NULL;
+	memcpy(p, dir, dlen);
+	if (!dlen || dir[dlen - 1] != '/')
+		p[dlen++] = '/';
+	memcpy(p + dlen, base, len);
+	p[dlen + len] = '\0';
+	return p;
+}
+
+/* --parents: "dir" + "a/b/f" -> "dir/a/b/f", with dir/a and dir/a/b made
+ * when missing, each with the mode of the directory it stands for (less
+ * the umask, unless the mode is kept). */
+static char *parents_path(const struct cp_job *o, const char *dir, const char *src)
+{
+	char *dst, *slash;
+	size_t skip;
+	struct stat st;
+	int rc = 0;
+
+	while (*src == '/')
+		src++;
+	if (asprintf(&dst, "%s%s%s", dir, dir[strlen(dir) - 1] == '/' ? "" : "/", src) < 0) {
+		cli_error(ENOMEM, "cannot copy %s", cli_quote(src));
+		return NULL;
+	}
+	skip = strlen(dst) - strlen(src);
+	for (slash = strchr(dst + skip, '/'); slash && !rc; slash = strchr(slash + 1, '/')) {
+		*slash = '\0';
+		if (stat(dst + skip, &st) < 0) {
+			cli_error(errno, "cannot stat %s", cli_quote(dst + skip));
+			rc = -1;
+		} else if (mkdir(dst, (st.st_mode & 07777) & ~o->umask) == 0) {
+			if (o->keep)
+				rc = cp_preserve_path(o, dst + skip, dst, &st);
+		} else if (errno != EEXIST || stat(dst, &st) < 0 || !S_ISDIR(st.st_mode)) {
+			cli_error(errno == EEXIST ? ENOTDIR : errno, "cannot make directory %s",
+				  cli_quote(dst));
+			rc = -1;
+		}
+		*slash = '/';
+	}
+	if (rc < 0) {
+		free(dst);
+		return NULL;
+	}
+	return dst;
+}
+
 /* DST/ names a directory: one that is not there, or a file, is "Not a
  * directory" (open(2) with O_CREAT says EISDIR for a trailing slash). */
 static bool slash_ok(const char *dst)
@@ -71,19 +213,128 @@ static bool slash_ok(const char *dst)
 	return false;
 }
 
+static bool is_dir(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* The DIRECTORY that SOURCEs are copied into; what says how it was given:
+ * "target" or "target directory" (-t), as cp(1)'s messages. */
+static bool target_ok(const char *dir, const char *what)
+{
+	struct stat st;
+
+	if (stat(dir, &st) < 0) {
+		cli_error(errno, "%s %s", what, cli_quote(dir));
+		return false;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		cli_error(ENOTDIR, "%s %s", what, cli_quote(dir));
+		return false;
+	}
+	return true;
+}
+
+/* Each SOURCE into dir: under its name, or its whole path with --parents. */
+static int cp_into(const struct cp_job *o, char **srcs, int n, const char *dir)
+{
+	char *dst;
+	int i, rc = 0;
+
+	for (i = 0; i < n; i++) {
+		dst = o->parents ? parents_path(o, dir, srcs[i]) : path_in_dir(dir, srcs[i]);
+		if (!dst) {
+			if (!o->parents)
+				cli_error(ENOMEM, "cannot copy %s", cli_quote(srcs[i]));
+			rc = -1;
+			continue;
+		}
+		if (cp_top(o, srcs[i], dst) < 0)
+			rc = -1;
+		free(dst);
+	}
+	return rc;
+}
+
+/* SOURCE DEST, SOURCE... DIRECTORY, -t DIRECTORY SOURCE..., -T SOURCE DEST */
+static int cp_operands(const struct cli_cmd *cmd, const struct cp_job *o, char **ops,
+		       int n, const char *target_dir, bool no_target)
+{
+	if (target_dir && no_target)
+		cli_usage_error(cmd, "cannot combine --target-directory (-t) and "
+				"--no-target-directory (-T)");
+	if (n == 0)
+		cli_usage_error(cmd, "missing file operand");
+	if (target_dir) {
+		if (!target_ok(target_dir, "target directory"))
+			return -1;
+		return cp_into(o, ops, n, target_dir);
+	}
+	if (n == 1)
+		cli_usage_error(cmd, "missing destination file operand after %s",
+				cli_quote(ops[0]));
+	if (no_target && n > 2)
+		cli_usage_error(cmd, "extra operand %s", cli_quote(ops[2]));
+	if (o->parents && !is_dir(ops[n - 1]))
+		cli_usage_error(cmd, "with --parents, the destination must be a directory");
+	if (no_target || (n == 2 && !is_dir(ops[1]))) {
+		if (!o->recursive && !slash_ok(ops[1]))
+			return -1;
+		return cp_top(o, ops[0], ops[1]);
+	}
+	if (!target_ok(ops[n - 1], "target"))
+		return -1;
+	return cp_into(o, ops, n - 1, ops[n - 1]);
+}
+
 static int cp_main(const struct cli_cmd *cmd, int argc, char **argv)
 {
 	struct cp_job opts = { .write_behind = true };
+	const char *target_dir = NULL, *backup = NULL, *suffix = getenv("SIMPLE_BACKUP_SUFFIX");
+	bool no_target = false, backups = false, both = false;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "fnprRv", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "abfHilLnpPrRsS:t:Tuv", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'v': opts.verbose = true; break;
-		case 'n': opts.no_clobber = true; break;
+		case 'n': opts.clobber = CP_NO_CLOBBER; break;
+		case 'i': opts.clobber = CP_INTERACTIVE; break;
 		case 'f': opts.force = true; break;
-		case 'p': opts.preserve = true; break;
+		case 'u': opts.update = true; break;
+		case 'b': backups = true; break;
+		case OPT_BACKUP: backups = true; backup = optarg; break;
+		case 'S': backups = true; suffix = optarg; break;
+		case 'p': opts.keep |= CP_KEEP_MODE | CP_KEEP_OWNER | CP_KEEP_TIMES; break;
+		case 'a':
+			opts.recursive = true;
+			opts.deref = CP_DEREF_NEVER;
+			opts.keep = CP_KEEP_ALL;
+			break;
+		case OPT_PRESERVE:
+			if (!optarg)
+				opts.keep |= CP_KEEP_MODE | CP_KEEP_OWNER | CP_KEEP_TIMES;
+			else
+				opts.keep |= parse_keep(cmd, optarg, "--preserve");
+			/* Named, not part of all: failing is an error. */
+			if (optarg && strstr(optarg, "xattr"))
+				opts.xattr_loud = true;
+			break;
+		case OPT_NO_PRESERVE:
+			opts.keep &= ~parse_keep(cmd, optarg, "--no-preserve");
+			break;
 		case 'r': /* fall through */
 		case 'R': opts.recursive = true; break;
+		case 'L': opts.deref = CP_DEREF_ALWAYS; break;
+		case 'P': opts.deref = CP_DEREF_NEVER; break;
+		case 'H': opts.deref = CP_DEREF_ARGS; break;
+		case 'l': both |= opts.link == CP_LINK_SYMBOLIC; opts.link = CP_LINK_HARD; break;
+		case 's': both |= opts.link == CP_LINK_HARD; opts.link = CP_LINK_SYMBOLIC; break;
+		case 't': target_dir = optarg; break;
+		case 'T': no_target = true; break;
+		case OPT_PARENTS: opts.parents = true; break;
+		case OPT_SPARSE: opts.sparse = parse_sparse(cmd, optarg); break;
 		case OPT_SYNC: opts.sync = parse_sync(cmd, optarg); break;
 		case OPT_NO_WRITE_BEHIND: opts.write_behind = false; break;
 		case OPT_PROGRESS: opts.progress = 2; break;
@@ -91,21 +342,29 @@ static int cp_main(const struct cli_cmd *cmd, int argc, char **argv)
 		default: cli_common_option(cmd, c);
 		}
 	}
+	if (both)
+		cli_usage_error(cmd, "cannot make both hard and symbolic links");
+	if (backups) {
+		opts.backup = parse_backup(cmd, backup ? backup : getenv("VERSION_CONTROL"),
+					   backup ? "'backup type'" : "'$VERSION_CONTROL'");
+		opts.suffix = suffix && *suffix && !strchr(suffix, '/') ? suffix : "~";
+	}
+	if (opts.backup != CP_BACKUP_NONE && opts.clobber == CP_NO_CLOBBER)
+		cli_usage_error(cmd, "options --backup and --no-clobber are mutually exclusive");
+	if (opts.reflink == CP_REFLINK_ALWAYS && opts.sparse != CP_SPARSE_AUTO)
+		cli_usage_error(cmd, "--reflink can be used only with --sparse=auto");
+	/* cp(1)'s choice: -r copies links as links, unless -l links what
+	 * they point to. */
+	if (opts.deref == CP_DEREF_UNSET)
+		opts.deref = opts.recursive && opts.link != CP_LINK_HARD ? CP_DEREF_NEVER :
+									   CP_DEREF_ALWAYS;
+	opts.umask = umask(0);
+	umask(opts.umask);
 	/* On a terminal, a copy long enough to wait for shows how it goes. */
 	if (!opts.progress && isatty(STDERR_FILENO))
 		opts.progress = 1;
-	if (optind == argc)
-		cli_usage_error(cmd, "missing file operand");
-	if (optind + 1 == argc)
-		cli_usage_error(cmd, "missing destination file operand after %s",
-				cli_quote(argv[optind]));
-	if (optind + 2 < argc)
-		cli_usage_error(cmd, "extra operand %s", cli_quote(argv[optind + 2]));
-	if (opts.recursive)
-		return cp_tree(argv[optind], argv[optind + 1], &opts) < 0 ? 1 : 0;
-	if (!slash_ok(argv[optind + 1]))
-		return 1;
-	return cp_file(argv[optind], argv[optind + 1], &opts, false) < 0 ? 1 : 0;
+	return cp_operands(cmd, &opts, argv + optind, argc - optind, target_dir,
+			   no_target) < 0 ? 1 : 0;
 }
 
 const struct cli_cmd cli_cmd_cp = {

@@ -21,17 +21,45 @@
 
 /* --reflink=WHEN, as cp(1) */
 enum cp_reflink { CP_REFLINK_AUTO, CP_REFLINK_ALWAYS, CP_REFLINK_NEVER };
+/* Which symbolic links among the SOURCEs are followed: -P, -H, -L. Unset:
+ * -L, but -P with -r unless -l (as cp(1) chooses). */
+enum cp_deref { CP_DEREF_UNSET, CP_DEREF_NEVER, CP_DEREF_ARGS, CP_DEREF_ALWAYS };
+/* An existing DST: overwritten, left alone (-n), or asked about (-i). */
+enum cp_clobber { CP_CLOBBER, CP_NO_CLOBBER, CP_INTERACTIVE };
+/* Copies, or -l hard links, or -s symbolic links to SOURCE. */
+enum cp_link { CP_LINK_NONE, CP_LINK_HARD, CP_LINK_SYMBOLIC };
+/* --sparse=WHEN: holes kept where SOURCE seems to have some, always looked
+ * for, or never (written as zeros). */
+enum cp_sparse { CP_SPARSE_AUTO, CP_SPARSE_ALWAYS, CP_SPARSE_NEVER };
+/* --backup=CONTROL, as cp(1) */
+enum cp_backup { CP_BACKUP_NONE, CP_BACKUP_SIMPLE, CP_BACKUP_EXISTING, CP_BACKUP_NUMBERED };
+
+/* --preserve=LIST */
+#define CP_KEEP_MODE 1u   /* with the ACLs */
+#define CP_KEEP_OWNER 2u
+#define CP_KEEP_TIMES 4u
+#define CP_KEEP_XATTR 8u
+#define CP_KEEP_ALL 15u
 
 struct cp_job {
 	const char *src;
-	char *dst;        /* the file written: DST, or DST/basename(SRC) */
+	char *dst;        /* the file written */
 	struct stat st;   /* of the source */
 	bool created;     /* DST did not exist: remove it if the copy fails */
 	bool verbose;
-	bool no_clobber;  /* -n: an existing DST is left alone */
+	enum cp_clobber clobber;
 	bool force;       /* -f: a DST that cannot be opened is replaced */
-	bool preserve;    /* -p: SOURCE's mode, owner and times */
+	unsigned int keep;  /* CP_KEEP_*: SOURCE's attributes the copy gets */
+	bool xattr_loud;  /* --preserve=xattr: failing to copy one is an error */
 	bool recursive;   /* -r: directories and what is in them */
+	bool update;      /* -u: a DST not older than SOURCE is left alone */
+	bool parents;     /* --parents: DIRECTORY/SOURCE, SOURCE's path kept */
+	enum cp_deref deref;
+	enum cp_link link;
+	enum cp_sparse sparse;
+	enum cp_backup backup;
+	const char *suffix; /* of a simple backup */
+	mode_t umask;
 	bool write_behind;
 	int progress;     /* 0: none; 1: large files, stderr a tty; 2: --progress */
 	enum cp_reflink reflink;
@@ -41,15 +69,20 @@ struct cp_job {
 bool cp_same_inode(const struct stat *a, const struct stat *b);
 /* "a/b" -> "a", "b" -> ".", "/b" -> "/" */
 char *cp_parent_of(const char *path);
-/* DST itself, or DST/basename(SRC) when DST is a directory */
-char *cp_target_path(const char *src, const char *dst);
-/* Copy the regular (or special, outside a tree) file src to dst, or into
- * dst under src's name unless exact. */
-int cp_file(const char *src, const char *dst, const struct cp_job *opts, bool exact);
-/* -r: SOURCE and all it holds to DST, or into DST when it is a directory. */
-int cp_tree(const char *src, const char *dst, const struct cp_job *opts);
-/* -p on an open regular DST, and by path on anything else. */
-int cp_preserve_fd(const struct cp_job *j, int out);
-int cp_preserve_path(const char *dst, const struct stat *st);
+/* Copy SOURCE, whatever it is, to the path dst (never into it). */
+int cp_top(const struct cp_job *opts, const char *src, const char *dst);
+/* Copy the regular (or, outside a tree, special) file src to dst. top: dst
+ * was named on the command line, not found in a tree. */
+int cp_file(const char *src, const char *dst, const struct cp_job *opts, bool top);
+/* What becomes of an existing dst before a non-directory is copied over
+ * it: the same file refused, -n, -u, -i, --backup. through: the copy
+ * writes through a symbolic link dst (a regular file's data does). 1: go
+ * on, *exists saying whether dst is still there; 0: skip; -1: error. */
+int cp_existing(const struct cp_job *o, const char *src, const char *dst,
+		const struct stat *st, bool through, bool *exists);
+/* --preserve on an open regular DST, and by path on anything else. */
+int cp_preserve_fd(const struct cp_job *j, int in, int out);
+int cp_preserve_path(const struct cp_job *o, const char *src, const char *dst,
+		     const struct stat *st);
 
 #endif

@@ -18,75 +18,57 @@ bool cp_same_inode(const struct stat *a, const struct stat *b)
 	return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
 }
 
-/* "dir" + "x/y/" -> "dir/y" */
-static char *path_in_dir(const char *dir, const char *src)
-{
-	size_t len = strlen(src), dlen = strlen(dir);
-	const char *base;
-	char *p;
-
-	while (len > 1 && src[len - 1] == '/')
-		len--;
-	base = memrchr(src, '/', len);
-	base = base ? base + 1 : src;
-	len -= (size_t)(base - src);
-	p = malloc(dlen + len + 2);
-	if (!p)
-		return NULL;
-	memcpy(p, dir, dlen);
-	if (!dlen || dir[dlen - 1] != '/')
-		p[dlen++] = '/';
-	memcpy(p + dlen, base, len);
-	p[dlen + len] = '\0';
-	return p;
-}
-
-char *cp_target_path(const char *src, const char *dst)
-{
-	struct stat st;
-
-	if (stat(dst, &st) == 0 && S_ISDIR(st.st_mode))
-		return path_in_dir(dst, src);
-	return strdup(dst);
-}
-
 static int refuse_same(const struct cp_job *j)
 {
 	cli_error(0, "%s and %s are the same file", cli_quote(j->src), cli_quote(j->dst));
 	return -1;
 }
 
+/* -f: a file we may not write (a read-only mode for a user, a running
+ * program, a FIFO in a tree that no one reads) can still be replaced, if
+ * its directory lets us remove it. The source was already found not to be
+ * DST. */
+static int replace(struct cp_job *j, mode_t mode)
+{
+	int fd;
+
+	if (unlink(j->dst) < 0) {
+		cli_error(errno, "cannot remove %s", cli_quote(j->dst));
+		return -1;
+	}
+	fd = open(j->dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+	if (fd < 0) {
+		cli_error(errno, "cannot create regular file %s", cli_quote(j->dst));
+		return -1;
+	}
+	j->created = true;
+	return fd;
+}
+
 /* An existing destination is opened without O_TRUNC and checked against
  * the source first: through a hard or symbolic link it may be the source
- * itself, and truncating it would destroy the data to be copied. */
-static int open_existing(struct cp_job *j, mode_t mode)
+ * itself, and truncating it would destroy the data to be copied. In a
+ * tree, a FIFO is opened without waiting: cp(1) would wait for a reader
+ * that never comes; one that is there gets the data, as with cp(1). */
+static int open_existing(struct cp_job *j, mode_t mode, bool top)
 {
 	struct stat st;
-	int fd = open(j->dst, O_WRONLY | O_CLOEXEC);
+	int fd = open(j->dst, O_WRONLY | O_CLOEXEC | (top ? 0 : O_NONBLOCK)), fl;
 
-	/* -f: a file we may not write (a read-only mode for a user, a
-	 * running program) can still be replaced, if its directory lets us
-	 * remove it. The source was already found not to be DST. */
-	if (fd < 0 && j->force && errno != EISDIR) {
-		if (unlink(j->dst) < 0) {
-			cli_error(errno, "cannot remove %s", cli_quote(j->dst));
-			return -1;
-		}
-		fd = open(j->dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
-		if (fd < 0) {
-			cli_error(errno, "cannot create regular file %s",
-				  cli_quote(j->dst));
-			return -1;
-		}
-		j->created = true;
-		return fd;
-	}
+	if (fd < 0 && j->force && errno != EISDIR)
+		return replace(j, mode);
 	if (fd < 0) {
 		if (errno == EISDIR)
 			cli_error(0, "cannot overwrite directory %s with non-directory",
 				  cli_quote(j->dst));
 		else
 			cli_error(errno, "cannot open %s for writing", cli_quote(j->dst));
+		return -1;
+	}
+	if (!top && ((fl = fcntl(fd, F_GETFL)) < 0 ||
+		     fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0)) {
+		cli_error(errno, "cannot open %s for writing", cli_quote(j->dst));
+		close(fd);
 		return -1;
 	}
 	if (fstat(fd, &st) == 0 && cp_same_inode(&st, &j->st)) {
@@ -102,29 +84,22 @@ static int open_existing(struct cp_job *j, mode_t mode)
 	return fd;
 }
 
-/* open_target's answer for a DST that -n leaves alone */
-#define CP_SKIPPED (-2)
-
-static int open_target(struct cp_job *j)
+/* exists: cp_existing found DST there and left it. */
+static int open_target(struct cp_job *j, bool exists, bool top)
 {
 	mode_t mode = S_ISREG(j->st.st_mode) ? j->st.st_mode & 0777 : 0666;
-	struct stat st;
 	int fd;
 
-	/* Checked before opening too, so that a source we may not write is
-	 * still reported as the same file, as cp(1) does. */
-	if (stat(j->dst, &st) == 0 && cp_same_inode(&st, &j->st))
-		return refuse_same(j);
+	if (exists)
+		return open_existing(j, mode, top);
 	fd = open(j->dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
 	if (fd >= 0) {
 		j->created = true;
 		return fd;
 	}
-	/* -n: cp(1) skips an existing DST silently, and that is no error. */
-	if (errno == EEXIST && j->no_clobber)
-		return CP_SKIPPED;
+	/* Made since it was looked at. */
 	if (errno == EEXIST)
-		return open_existing(j, mode);
+		return open_existing(j, mode, top);
 	cli_error(errno, "cannot create regular file %s", cli_quote(j->dst));
 	return -1;
 }
@@ -301,13 +276,16 @@ static bool paced(const struct cp_job *j)
 
 /* Fewer blocks than bytes: SOURCE has holes (or a filesystem that packs
  * small files, where copying extent by extent costs nothing either). Only
- * between two regular files, which have offsets to keep holes at. */
+ * between two regular files, which have offsets to keep holes at.
+ * --sparse=always looks for holes in any file (it makes none out of zeros,
+ * as cp(1) would); never writes them all as zeros. */
 static bool sparse(const struct cp_job *j, int out)
 {
 	struct stat st;
 
-	return S_ISREG(j->st.st_mode) &&
-	       (uint64_t)j->st.st_blocks * 512 < (uint64_t)j->st.st_size &&
+	return j->sparse != CP_SPARSE_NEVER && S_ISREG(j->st.st_mode) &&
+	       (j->sparse == CP_SPARSE_ALWAYS ||
+		(uint64_t)j->st.st_blocks * 512 < (uint64_t)j->st.st_size) &&
 	       fstat(out, &st) == 0 && S_ISREG(st.st_mode);
 }
 
@@ -383,7 +361,7 @@ copied:
 	}
 	if (j->verbose)
 		cli_report(j->src, j->dst, &c);
-	if (j->preserve && cp_preserve_fd(j, out) < 0) {
+	if (j->keep && cp_preserve_fd(j, in, out) < 0) {
 		if (wb)
 			(void)psplice_wb_finish(wb, 0, NULL);
 		return -1;
@@ -408,12 +386,15 @@ copied:
 	return synced(j, level);
 }
 
-static int copy_to(struct cp_job *j, int in)
+static int copy_to(struct cp_job *j, int in, bool top)
 {
-	int out = open_target(j), rc;
+	bool exists;
+	int out, rc;
 
-	if (out == CP_SKIPPED)
-		return 0;
+	rc = cp_existing(j, j->src, j->dst, &j->st, true, &exists);
+	if (rc <= 0)
+		return rc;
+	out = open_target(j, exists, top);
 	if (out < 0)
 		return -1;
 	rc = copy_data(j, in, out);
@@ -427,9 +408,7 @@ static int copy_to(struct cp_job *j, int in)
 	return rc;
 }
 
-/* opts: the options, in a job not yet started. exact: DST is the file to
- * write, even if it is a directory (in a tree, never copy into one). */
-int cp_file(const char *src, const char *dst, const struct cp_job *opts, bool exact)
+int cp_file(const char *src, const char *dst, const struct cp_job *opts, bool top)
 {
 	struct cp_job j = *opts;
 	int in, rc = -1;
@@ -444,12 +423,11 @@ int cp_file(const char *src, const char *dst, const struct cp_job *opts, bool ex
 		cli_error(errno, "cannot stat %s", cli_quote(src));
 	else if (S_ISDIR(j.st.st_mode))
 		cli_error(0, "-r not specified; omitting directory %s", cli_quote(src));
-	else if (!(j.dst = exact ? strdup(dst) : cp_target_path(src, dst)))
+	else if (!(j.dst = strdup(dst)))
 		cli_error(ENOMEM, "cannot copy %s", cli_quote(src));
 	else
-		rc = copy_to(&j, in);
+		rc = copy_to(&j, in, top);
 	free(j.dst);
 	close(in);
 	return rc;
 }
-
