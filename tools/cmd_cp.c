@@ -89,10 +89,10 @@ static unsigned int parse_keep(const struct cli_cmd *cmd, const char *arg, const
 			if (strlen(attrs[i].name) == len && !strncmp(arg, attrs[i].name, len))
 				break;
 		if (i == sizeof(attrs) / sizeof(attrs[0]))
-			cli_usage_error(cmd, "invalid argument %s for '%s'\n"
+			cli_usage_error(cmd, "invalid argument '%.*s' for '%s'\n"
 					"Valid arguments are:\n  - 'mode'\n  - 'ownership'\n"
 					"  - 'timestamps'\n  - 'xattr'\n  - 'all'",
-					cli_quote(arg), opt);
+					(int)len, cli_quote(arg) + 1, opt);
 		bits |= attrs[i].bits;
 		if (!arg[len])
 			return bits;
@@ -369,24 +369,44 @@ static int cp_main(const struct cli_cmd *cmd, int argc, char **argv)
 
 const struct cli_cmd cli_cmd_cp = {
 	.name = "cp",
-	.args = "SOURCE DEST",
-	.summary = "copy a file",
+	.args = "SOURCE DEST\n"
+		"  or:  " CLI_NAME " cp [OPTION]... SOURCE... DIRECTORY\n"
+		"  or:  " CLI_NAME " cp [OPTION]... -t DIRECTORY SOURCE...",
+	.summary = "copy files and trees",
 	.help =
-	"Copy SOURCE to DEST, or into DEST under SOURCE's name when DEST is a\n"
-	"directory. The kernel moves the bytes: extents are shared (reflink)\n"
-	"where the filesystem can, else copy_file_range(2), sendfile(2) or\n"
-	"splice(2), and read/write only as a last resort. A new DEST gets\n"
-	"SOURCE's permission bits (less the umask); a DEST created by a copy\n"
-	"that fails is removed.\n"
+	"Copy SOURCE to DEST, or each SOURCE into DIRECTORY under its name. The\n"
+	"kernel moves the bytes: extents are shared (reflink) where the\n"
+	"filesystem can, else copy_file_range(2), sendfile(2) or splice(2), and\n"
+	"read/write only as a last resort. A new DEST gets SOURCE's permission\n"
+	"bits (less the umask); a DEST created by a copy that fails is removed.\n"
 	"\n"
 	"A SOURCE of 64 MiB or more that is not reflinked is copied with\n"
 	"write-behind: each 8 MiB written is sent to the disk and dropped from\n"
 	"the page cache, so the copy does not fill memory with dirty pages.\n"
 	"\n"
+	"  -a, --archive      -r -P --preserve=all\n"
+	"  -b, --backup[=CONTROL]\n"
+	"                     move an existing DEST aside first: 'numbered' (t),\n"
+	"                     'existing' (nil, the default), 'simple' (never),\n"
+	"                     'none' (off); $VERSION_CONTROL for -b\n"
 	"  -f, --force        if an existing DEST cannot be opened for writing,\n"
 	"                     remove it and try again\n"
+	"  -i, --interactive  ask before overwriting (on stderr, read on stdin)\n"
+	"  -H                 follow symbolic links given as SOURCE\n"
+	"  -l, --link         hard link files instead of copying\n"
+	"  -L, --dereference  always follow symbolic links in SOURCE\n"
 	"  -n, --no-clobber   do not overwrite an existing DEST (and succeed)\n"
-	"  -p, --preserve     keep SOURCE's mode, owner (as root) and times\n"
+	"  -P, --no-dereference\n"
+	"                     copy symbolic links as links (the default with -r)\n"
+	"  -p                 --preserve=mode,ownership,timestamps\n"
+	"      --preserve[=LIST]\n"
+	"                     keep these of SOURCE's attributes: 'mode' (with\n"
+	"                     ACLs), 'ownership' (as root), 'timestamps',\n"
+	"                     'xattr', 'all'; none given: the first three\n"
+	"      --no-preserve=LIST\n"
+	"                     do not keep these\n"
+	"      --parents      copy SOURCE to DIRECTORY/SOURCE, making its\n"
+	"                     directories\n"
 	"  -r, -R, --recursive\n"
 	"                     copy a directory SOURCE and all it holds; symbolic\n"
 	"                     links are copied as links\n"
@@ -395,9 +415,21 @@ const struct cli_cmd cli_cmd_cp = {
 	"                     filesystem can, else copy; 'always' (or no WHEN):\n"
 	"                     share them or fail; 'never': always copy, and not\n"
 	"                     by copy_file_range, which shares them on XFS\n"
+	"  -s, --symbolic-link\n"
+	"                     make symbolic links to SOURCE instead of copying\n"
+	"  -S, --suffix=SUFFIX\n"
+	"                     of simple backups (default '~')\n"
+	"      --sparse=WHEN  'auto' (the default): keep the holes of a SOURCE\n"
+	"                     that has fewer blocks than bytes; 'always': look for\n"
+	"                     holes in every file; 'never': write them as zeros\n"
 	"      --sync=WHEN    after the copy, make DEST durable: 'none' (the\n"
 	"                     default), 'data' (fdatasync) or 'full' (fsync, and\n"
 	"                     the directory, so that a new name survives too)\n"
+	"  -t, --target-directory=DIRECTORY\n"
+	"                     copy all SOURCEs into DIRECTORY\n"
+	"  -T, --no-target-directory\n"
+	"                     DEST is the name to copy to, even a directory\n"
+	"  -u, --update       only when SOURCE is newer than DEST, or DEST missing\n"
 	"      --no-write-behind\n"
 	"                     leave the writeback of a large copy to the kernel\n"
 	"      --progress     show bytes, rate and ETA on standard error while\n"
@@ -406,4 +438,3 @@ const struct cli_cmd cli_cmd_cp = {
 	"                     bytes, and how many; with --sync, the level reached\n",
 	.main = cp_main,
 };
-

@@ -289,7 +289,7 @@ static bool sparse(const struct cp_job *j, int out)
 	       fstat(out, &st) == 0 && S_ISREG(st.st_mode);
 }
 
-static int copy_data(const struct cp_job *j, int in, int out)
+static int copy_data(struct cp_job *j, int in, int out)
 {
 	enum psplice_sync_level level;
 	struct psplice_wb *wb = NULL;
@@ -362,6 +362,9 @@ copied:
 	if (j->verbose)
 		cli_report(j->src, j->dst, &c);
 	if (j->keep && cp_preserve_fd(j, in, out) < 0) {
+		/* The data is in: a copy without all of SOURCE's attributes
+		 * stays, as with cp(1). */
+		j->created = false;
 		if (wb)
 			(void)psplice_wb_finish(wb, 0, NULL);
 		return -1;
