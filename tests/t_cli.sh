@@ -145,7 +145,7 @@ err_is $LINENO "psplice: 'a' and 'soft' are the same file"
 # a missing source, a directory source: nothing is created
 "$P" cp nope x 2>err; rc=$?
 rc_is $LINENO 1; [ ! -e x ] || fail $LINENO "x was created"
-err_is $LINENO "psplice: cannot open 'nope': No such file or directory"
+err_is $LINENO "psplice: cannot stat 'nope': No such file or directory"
 "$P" cp dir x 2>err; rc=$?
 rc_is $LINENO 1; [ ! -e x ] || fail $LINENO "x was created"
 err_is $LINENO "psplice: -r not specified; omitting directory 'dir'"
@@ -176,9 +176,10 @@ err_is $LINENO "psplice: missing file operand" \
 rc_is $LINENO 1
 err_is $LINENO "psplice: missing destination file operand after 'a'" \
 	"Try 'psplice cp --help' for more information."
+# several SOURCEs go into a DIRECTORY (c is a file), as with cp(1)
 "$P" cp a b c 2>err; rc=$?
 rc_is $LINENO 1
-err_is $LINENO "psplice: extra operand 'c'" "Try 'psplice cp --help' for more information."
+err_is $LINENO "psplice: target 'c': Not a directory"
 
 # --- options -----------------------------------------------------------
 version=$(sed -n 's/^#define PSPLICE_VERSION_[A-Z]* //p' \

@@ -104,6 +104,11 @@ want $LINENO "psplice cp --sync=" none data full
 want $LINENO "psplice cp --sync d" data
 want $LINENO "psplice cp -v --reflink=" auto always never
 want $LINENO "psplice cp --reflink=n" never
+want $LINENO "psplice cp --sparse=" auto always never
+want $LINENO "psplice cp --backup=n" none numbered never nil
+want $LINENO "psplice cp --preserve=mode,t" mode,timestamps
+want $LINENO "psplice cp --no-preserve x" xattr
+want $LINENO "psplice cp -S "
 want $LINENO "psplice relay --copy=" splice readwrite
 want $LINENO "psplice relay -j 2 --copy r" readwrite
 groups=$(sed -n 's/^[[:space:]]*{ "\([a-z-]*\)", bench_.*/\1/p' "$top/tools/cmd_bench.c")
@@ -118,7 +123,7 @@ want $LINENO "psplice sync -r "
 want $LINENO "psplice relay --idle-timeout="
 want $LINENO "psplice bench --secs "
 # An option that takes a value does not get a space after it.
-complete_line "psplice cp --sy"
+complete_line "psplice cp --syn"
 [ "$got" = "--sync=" ] && [[ $copts == *nospace* ]] ||
 	fail $LINENO "--sy: want --sync= without a space, got [$got], compopt [$copts]"
 
@@ -130,6 +135,7 @@ want $LINENO "psplice cat --verbose --offset 4K $d/ab" "$d/ab.img"
 want $LINENO "psplice cp -r $d/s" "$d/sub" "$d/sub2"
 want $LINENO "psplice cp $d/a.txt $d/sub/" "$d/sub/in"
 want $LINENO "psplice cp --reflink $d/ab" "$d/ab.img"
+want $LINENO "psplice cp -t $d/s" "$d/sub" "$d/sub2"
 want $LINENO "psplice sync --data $d/a." "$d/a.txt"
 want $LINENO "psplice bench --dir $d/" "$d/sub" "$d/sub2"
 want $LINENO "psplice bench --out=$d/su" "$d/sub" "$d/sub2"

@@ -1,0 +1,273 @@
+/* psplice cp --preserve: SOURCE's owner, extended attributes, mode (with
+ * its ACLs) and times on the copy. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cp.h"
+
+#define ACL_ACCESS "system.posix_acl_access"
+#define ACL_DEFAULT "system.posix_acl_default"
+
+/* One side of an attribute copy: an open file, or a path (not followed
+ * when it is a symbolic link that is copied as a link). */
+struct xa_end {
+	int fd;
+	const char *path;
+	bool nofollow;
+};
+
+static ssize_t xa_list(const struct xa_end *e, char *buf, size_t size)
+{
+	if (e->fd >= 0)
+		return flistxattr(e->fd, buf, size);
+	return e->nofollow ? llistxattr(e->path, buf, size) : listxattr(e->path, buf, size);
+}
+
+static ssize_t xa_get(const struct xa_end *e, const char *name, void *buf, size_t size)
+{
+	if (e->fd >= 0)
+		return fgetxattr(e->fd, name, buf, size);
+	return e->nofollow ? lgetxattr(e->path, name, buf, size) :
+			     getxattr(e->path, name, buf, size);
+}
+
+static int xa_set(const struct xa_end *e, const char *name, const void *val, size_t size)
+{
+	if (e->fd >= 0)
+		return fsetxattr(e->fd, name, val, size, 0);
+	return e->nofollow ? lsetxattr(e->path, name, val, size, 0) :
+			     setxattr(e->path, name, val, size, 0);
+}
+
+static int xa_remove(const struct xa_end *e, const char *name)
+{
+	if (e->fd >= 0)
+		return fremovexattr(e->fd, name);
+	return e->nofollow ? lremovexattr(e->path, name) : removexattr(e->path, name);
+}
+
+/* The value of name on e, in *val (malloc'd); its size, or -errno. The
+ * size asked first may grow before the read: then again. */
+static ssize_t xa_value(const struct xa_end *e, const char *name, char **val)
+{
+	ssize_t n;
+
+	for (;;) {
+		n = xa_get(e, name, NULL, 0);
+		if (n < 0)
+			return -errno;
+		*val = malloc((size_t)n + 1);
+		if (!*val)
+			return -ENOMEM;
+		n = xa_get(e, name, *val, (size_t)n + 1);
+		if (n >= 0)
+			return n;
+		free(*val);
+		*val = NULL;
+		if (errno != ERANGE)
+			return -errno;
+	}
+}
+
+/* The names on e, NUL-separated, in *names; their length, or -errno. */
+static ssize_t xa_names(const struct xa_end *e, char **names)
+{
+	ssize_t n;
+
+	*names = NULL;
+	for (;;) {
+		n = xa_list(e, NULL, 0);
+		if (n <= 0)
+			return n < 0 ? -errno : 0;
+		*names = malloc((size_t)n);
+		if (!*names)
+			return -ENOMEM;
+		n = xa_list(e, *names, (size_t)n);
+		if (n >= 0)
+			return n;
+		free(*names);
+		*names = NULL;
+		if (errno != ERANGE)
+			return -errno;
+	}
+}
+
+/* Copy one attribute; 0, or -errno of whichever side failed. */
+static int copy_one(const struct xa_end *from, const struct xa_end *to, const char *name)
+{
+	char *val;
+	ssize_t n = xa_value(from, name, &val);
+	int rc = 0;
+
+	if (n < 0)
+		return n == -ENODATA ? 0 : (int)n; /* removed meanwhile */
+	if (xa_set(to, name, val, (size_t)n) < 0)
+		rc = -errno;
+	free(val);
+	return rc;
+}
+
+/* Attributes that are not data of the file: ACLs go with the mode, NFSv4
+ * ACLs and EVM signatures make no sense on another inode, as attr(5)'s
+ * xattr.conf says (and cp --preserve=xattr skips them too). */
+static bool xattr_skipped(const char *name)
+{
+	return !strncmp(name, "system.posix_acl_", 17) || !strcmp(name, "system.nfs4_acl") ||
+	       !strcmp(name, "system.nfs4acl") || !strcmp(name, "security.evm") ||
+	       !strncmp(name, "trusted.SGI_", 12) || !strncmp(name, "xfsroot.", 8);
+}
+
+/* --preserve=xattr: each attribute SOURCE has. A filesystem without them
+ * is an error only when they were asked for by name, as with cp(1); -a and
+ * --preserve=all copy what they can, silently. */
+static int copy_xattrs(const struct cp_job *o, const struct xa_end *from,
+		       const struct xa_end *to, const char *dst)
+{
+	char *names, *name;
+	ssize_t len = xa_names(from, &names);
+	int rc = 0, err;
+
+	if (len < 0 && len != -ENOTSUP && o->xattr_loud) {
+		cli_error((int)-len, "listing attributes of %s", cli_quote(from->path));
+		return -1;
+	}
+	for (name = names; len > 0 && name < names + len; name += strlen(name) + 1) {
+		if (xattr_skipped(name))
+			continue;
+		err = copy_one(from, to, name);
+		if (!err || !o->xattr_loud)
+			continue;
+		rc = -1;
+		if (err == -ENOTSUP) {
+			cli_error(ENOTSUP, "setting attributes for %s", cli_quote(dst));
+			break;
+		}
+		cli_error(-err, "setting attribute %s for %s", cli_quote(name), cli_quote(dst));
+	}
+	free(names);
+	return rc;
+}
+
+/* The mode's ACLs (a directory's default ACL too). SOURCE without one:
+ * DST has none either (an existing DST may have had one). SOURCE with one
+ * and a filesystem that cannot keep it: the permissions are not what
+ * SOURCE's are, an error as with cp -p. */
+static int copy_acls(const struct xa_end *from, const struct xa_end *to, const char *dst,
+		     bool dir)
+{
+	static const char *const names[] = { ACL_ACCESS, ACL_DEFAULT };
+	char *val;
+	ssize_t n;
+	int i;
+
+	for (i = 0; i < (dir ? 2 : 1); i++) {
+		n = xa_value(from, names[i], &val);
+		if (n == -ENODATA || n == -ENOTSUP) {
+			if (xa_remove(to, names[i]) < 0) {
+				/* none to remove, or no ACLs there at all */
+			}
+			continue;
+		}
+		if (n >= 0) {
+			n = xa_set(to, names[i], val, (size_t)n) < 0 ? -errno : 0;
+			free(val);
+		}
+		if (n < 0) {
+			cli_error((int)-n, "preserving permissions for %s", cli_quote(dst));
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* Only root may give a file away; anyone else keeps their own files, and
+ * gets SOURCE's group only if they are in it, as with cp -p. */
+static int keep_owner(const struct xa_end *to, const char *dst, const struct stat *st)
+{
+	int rc;
+
+	if (geteuid() != 0) {
+		if (to->fd >= 0)
+			rc = fchown(to->fd, (uid_t)-1, st->st_gid);
+		else
+			rc = lchown(to->path, (uid_t)-1, st->st_gid);
+		(void)rc; /* not in SOURCE's group: the copy keeps ours */
+		return 0;
+	}
+	rc = to->fd >= 0 ? fchown(to->fd, st->st_uid, st->st_gid) :
+			   lchown(to->path, st->st_uid, st->st_gid);
+	if (rc < 0) {
+		cli_error(errno, "failed to preserve ownership for %s", cli_quote(dst));
+		return -1;
+	}
+	return 0;
+}
+
+/* In this order: the owner first, as chown clears the set-user-ID and
+ * set-group-ID bits and a file capability (security.capability); the
+ * attributes, then the mode and its ACLs; times last, since the others
+ * change ctime and writing changes mtime. A symbolic link has no mode of
+ * its own. */
+static int keep(const struct cp_job *o, const struct xa_end *from, const struct xa_end *to,
+		const char *dst, const struct stat *st)
+{
+	const struct timespec times[2] = { st->st_atim, st->st_mtim };
+	bool link = S_ISLNK(st->st_mode);
+	int rc;
+
+	if ((o->keep & CP_KEEP_OWNER) && keep_owner(to, dst, st) < 0)
+		return -1;
+	if ((o->keep & CP_KEEP_XATTR) && copy_xattrs(o, from, to, dst) < 0)
+		return -1;
+	if ((o->keep & CP_KEEP_MODE) && !link) {
+		rc = to->fd >= 0 ? fchmod(to->fd, st->st_mode & 07777) :
+				   chmod(to->path, st->st_mode & 07777);
+		if (rc < 0 || copy_acls(from, to, dst, S_ISDIR(st->st_mode)) < 0) {
+			if (rc < 0)
+				cli_error(errno, "preserving permissions for %s", cli_quote(dst));
+			return -1;
+		}
+	}
+	if (!(o->keep & CP_KEEP_TIMES))
+		return 0;
+	rc = to->fd >= 0 ? futimens(to->fd, times) :
+			   utimensat(AT_FDCWD, to->path, times, AT_SYMLINK_NOFOLLOW);
+	if (rc < 0) {
+		cli_error(errno, "preserving times for %s", cli_quote(dst));
+		return -1;
+	}
+	return 0;
+}
+
+/* Once the data is in, and before any sync, so that the sync covers what
+ * was set. Only a regular DST: a device or a FIFO cp writes into is not
+ * cp's to change. */
+int cp_preserve_fd(const struct cp_job *j, int in, int out)
+{
+	const struct xa_end from = { .fd = in, .path = j->src };
+	const struct xa_end to = { .fd = out, .path = j->dst };
+	struct stat st;
+
+	if (fstat(out, &st) < 0 || !S_ISREG(st.st_mode))
+		return 0;
+	return keep(j, &from, &to, j->dst, &j->st);
+}
+
+/* For what cp_file does not open: a directory, a symbolic link or a
+ * special file. By path: none of them is open here. */
+int cp_preserve_path(const struct cp_job *o, const char *src, const char *dst,
+		     const struct stat *st)
+{
+	bool link = S_ISLNK(st->st_mode);
+	const struct xa_end from = { .fd = -1, .path = src, .nofollow = link };
+	const struct xa_end to = { .fd = -1, .path = dst, .nofollow = true };
+
+	return keep(o, &from, &to, dst, st);
+}
