@@ -516,17 +516,23 @@ static void segments_note(const struct fwd *f, char *buf, size_t size)
 static void relay_note(const struct relay_ctx *x, const struct fwd *f, int reps,
 		       double sys, char *note, size_t size)
 {
-	char runs[40], system[64] = "", segs[32];
+	char runs[40], system[64] = "", segs[32], full[256];
+	size_t n;
 
 	fwd_runs_note(&f->r, reps, runs, sizeof(runs));
 	segments_note(f, segs, sizeof(segs));
 	if (sys >= 0)
 		snprintf(system, sizeof(system), "; system %.2f s/GiB", sys);
 	if (f->kind == F_HAPROXY)
-		snprintf(note, size, "%s%s%s; %.60s", runs, system, segs, x->haproxy_note);
+		snprintf(full, sizeof(full), "%s%s%s; %.60s", runs, system, segs,
+			 x->haproxy_note);
 	else
-		snprintf(note, size, "%s%s%s%s", runs, system, segs,
+		snprintf(full, sizeof(full), "%s%s%s%s", runs, system, segs,
 			 f->kind == F_DIRECT ? "; the ceiling" : "");
+	/* A note cut short is still a note. */
+	n = strlen(full) < size ? strlen(full) : size - 1;
+	memcpy(note, full, n);
+	note[n] = '\0';
 }
 
 /* The whole-system item: one row per variant, its figure the forwarder's
