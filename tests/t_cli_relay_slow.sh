@@ -106,7 +106,9 @@ run() {
 	pids="$pids $!"
 	wait_for "$t/ready" . || fail "$name: the server did not start"
 	port=$(cat "$t/ready")
-	env "$@" timeout 60 strace -f -qq -yy -o "$t/$name.trace" \
+	# LeakSanitizer cannot run under ptrace (the ASan build of check-asan).
+	env ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" "$@" \
+		timeout 60 strace -f -qq -yy -o "$t/$name.trace" \
 		-e trace=read,write,readv,writev,recvfrom,sendto,recvmsg,sendmsg \
 		"$bin" relay -v -j 1 --stats-interval=0.05 127.0.0.1:0 "127.0.0.1:$port" \
 		> "$t/$name.log" 2>&1 &
