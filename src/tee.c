@@ -440,8 +440,15 @@ static int take_and_serve(struct step *st)
 			st->tp = NULL;
 		}
 	} else if (!st->known && !st->need_buf && n_tee == 1) {
-		/* One sink and an input pipe: splice straight through. */
-		return serve_move(st, mover);
+		/* One sink and an input pipe: splice straight through; one
+		 * that takes no splice is written from memory after all. */
+		err = serve_move(st, mover);
+		if (err < 0 || !mover->nosplice)
+			return err;
+		mover->from = 0;
+		st->need_buf = true;
+		n_tee = 0;
+		mover = NULL;
 	}
 	for (i = 0; i < t->n && n_tee; i++) {
 		s = &t->sink[i];
@@ -585,13 +592,12 @@ static void finish(struct step *st, bool *took)
 
 		if (took[i])
 			s->res->in_bytes += st->k;
-		if (s->error && !s->res->error) {
-			s->res->error = s->error;
-			s->res->side = PSPLICE_SIDE_OUT;
-		}
 		if (took[i] && s->res->out_bytes < least)
 			least = s->res->out_bytes;
 	}
+	/* A lone sink that failed before the step took a byte: not the end. */
+	if (!st->known && !st->last->error && first_out(t))
+		fail_step(st, first_out(t)->error, PSPLICE_SIDE_OUT);
 	st->last->in_bytes = st->k;
 	st->last->out_bytes = least == UINT64_MAX ? 0 : least;
 	if (!st->known || st->k || st->last->error)
@@ -653,6 +659,12 @@ put:
 		ps__pipe_put(st.tp, !pipe_empty(st.tp));
 	finish(&st, took);
 out:
+	/* A sink that is out says so in every step. */
+	for (i = 0; i < t->n; i++)
+		if (t->sink[i].error && !res[i].error) {
+			res[i].error = t->sink[i].error;
+			res[i].side = PSPLICE_SIDE_OUT;
+		}
 	for (i = 0; i < t->n; i++)
 		if (res[i].error || (ps_is_socket(t->sink[i].ep.kind) &&
 				     ps__held(&t->sink[i].hold)))

@@ -22,9 +22,9 @@ run() {
 both() {
 	l=$1 in=$2; shift 2
 	rm -f g.* p.*
-	run gnu sh -c 'cat "$1" | tee "$@" > g.out' sh "$in" "${@/#@/g.}"
+	run gnu sh -c 'f=$1; shift; cat "$f" | tee "$@" > g.out' sh "$in" "${@/#@/g.}"
 	grc=$rc
-	run ps sh -c 'cat "$1" | "$P" tee "$@" > p.out' sh "$in" "${@/#@/p.}"
+	run ps sh -c 'f=$1; shift; cat "$f" | "$P" tee "$@" > p.out' sh "$in" "${@/#@/p.}"
 	is "$l" "$grc" "$rc"
 	is "$l" "$(wc -l < err.gnu)" "$(wc -l < err.ps)"
 	for f in g.*; do
@@ -58,7 +58,7 @@ is $LINENO 1 "$rc"
 same $LINENO in.65537 p.1
 # '-' is a file named '-', as in tee(1).
 rm -f -- -; "$P" tee - < in.1 > p.out; rc=$?
-rc_is $LINENO 0; same $LINENO in.1 -; same $LINENO in.1 p.out
+rc_is $LINENO 0; same $LINENO in.1 ./-; same $LINENO in.1 p.out
 # A MODE that is not one: exit 1.
 run ps "$P" tee --output-error=bogus < in.1; rc_is $LINENO 1
 grep -q "invalid argument 'bogus'" err.ps || fail $LINENO "$(cat err.ps)"

@@ -407,6 +407,31 @@ static void take(void)
 	close(in);
 }
 
+/* One sink, an input pipe (spliced straight through): a reader gone is
+ * EPIPE on the sink, never the end of input; and so again, once out. */
+static void lone_sink_gone(void)
+{
+	struct psplice_result res[1];
+	struct psplice_tee *t;
+	int in[2], out[2];
+
+	t_pipe(in);
+	t_pipe(out);
+	t_fill_fd(in[1], 4096, SEED);
+	close(out[0]);
+	t = psplice_tee_new(in[0], &out[1], 1, 0, 0);
+	T_ASSERT(t);
+	T_ERRNO(psplice_tee_move(t, MiB, 0, res), EPIPE);
+	T_EQ(psplice_last()->side, PSPLICE_SIDE_OUT);
+	T_RESULT(res[0], EPIPE, PSPLICE_SIDE_OUT, 0, 0);
+	T_ERRNO(psplice_tee_move(t, MiB, 0, res), EPIPE);
+	T_EQ(res[0].error, EPIPE);
+	T_EQ(t_queued(in[0]), 4096);
+	psplice_tee_free(t);
+	t_close_pair(in);
+	close(out[1]);
+}
+
 static void bad_input(void)
 {
 	int out[2] = { 1, -1 }, p[2], ro;
@@ -449,6 +474,7 @@ int main(int argc, char **argv)
 	t_dir(argc, argv);
 	T_ASSERT(t_tmpfs_dir());
 	bad_input();
+	lone_sink_gone();
 	for (int k = IN_FILE; k <= IN_UNIX; k++)
 		for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
 			every_sink(k, sizes[i]);
