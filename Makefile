@@ -123,7 +123,7 @@ check-tsan:
 # valgrind knows (it does not know cachestat, used by the sync tests).
 VALGRIND_TESTS := t_basic t_badinput t_fail_epipe t_fail_enospc t_fail_eisdir \
 	t_pitfall_stranded t_pitfall_append t_pitfall_overlap t_pitfall_sigpipe \
-	t_pitfall_tty t_fail_eintr t_threads t_pair t_contract_edges t_pending
+	t_pitfall_tty t_fail_eintr t_threads t_pair t_contract_edges t_pending t_tee
 check-valgrind: tests
 	$(Q)PSPLICE_TEST_WRAP="valgrind -q --error-exitcode=99 --leak-check=full \
 		--errors-for-leak-kinds=definite" sh tests/run.sh $(BUILD) $(VALGRIND_TESTS)

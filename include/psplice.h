@@ -145,6 +145,75 @@ size_t psplice_pair_take(struct psplice_pair *p, void *buf, size_t len);
  * (in_bytes = parked_len), or says ENOMEM. */
 void psplice_pair_free(struct psplice_pair *p);
 
+/* Fan-out: one input to n outputs ("sinks"), as tee(1). Bytes reach each
+ * sink through tee(2), which duplicates a pipe's pages without copying
+ * them: from the input itself when it is a pipe, else from an internal pipe
+ * the input is spliced into; the last sink takes the pages themselves. A
+ * sink splice(2) cannot write to (an O_APPEND file) gets write(2) from one
+ * copy of the step's bytes; an input splice cannot read (a tty) is read(2).
+ *
+ * Each sink has its own result: res[i].in_bytes are the bytes of the stream
+ * taken for sink i, out_bytes those delivered, error and side its failure,
+ * method the path. A sink that fails (EPIPE, ENOSPC, ...) is out: later
+ * moves skip it, its result says the error again, and the other sinks go
+ * on. A sink that takes less than it was given keeps the rest pending (in
+ * the pipe it went through, or in memory) and gets them first on the next
+ * move; with PSPLICE_F_NONBLOCK, sinks that are pipes or O_NONBLOCK fds
+ * may so fall behind the others by up to hold_max bytes (plus one step),
+ * after which the tee reads nothing more and says EAGAIN, side out, in the
+ * result of each sink holding it back. Nothing taken is dropped: pending
+ * bytes go out, or are handed back by psplice_tee_take(). Without NONBLOCK
+ * a move delivers everything to every sink still in before it returns. */
+struct psplice_tee;
+
+/* The most sinks one tee takes. */
+#define PSPLICE_TEE_MAX 1024
+
+/* Classify fd_in and the n fds_out once (1 <= n <= PSPLICE_TEE_MAX; an fd
+ * may appear more than once). hold_max: see above (0: a sink that falls
+ * behind stops the input at once). flags: PSPLICE_F_NOFALLBACK (no
+ * read/write for the input, EOPNOTSUPP), PSPLICE_F_SIGPIPE_IGNORED. NULL
+ * and errno on error (EBADF, EISDIR, EINVAL, ENOMEM; psplice_last() says
+ * the side). Moves on one tee take turns (a lock). */
+struct psplice_tee *psplice_tee_new(int fd_in, const int *fds_out, size_t n,
+				    size_t hold_max, unsigned int flags);
+
+/* One step: take up to len bytes from the input (at most a pipe's worth)
+ * and deliver them, after any pending bytes, to every sink still in. res
+ * (may be NULL) is an array of the tee's n results, filled for this step.
+ * Returns the bytes taken from the input; 0 at its end, once nothing is
+ * pending; -1 and errno: EAGAIN (PSPLICE_F_NONBLOCK; psplice_last()->side
+ * says whether the input is empty or a sink holds it back), EINTR, the
+ * input's error (side in), or, when no sink is left, the first sink's
+ * error (side out). flags: PSPLICE_F_NONBLOCK, PSPLICE_F_MORE. */
+ssize_t psplice_tee_move(struct psplice_tee *t, size_t len, unsigned int flags,
+			 struct psplice_result *res);
+
+/* Steps until len bytes were taken (PSPLICE_TO_EOF: the end of input), or
+ * the input fails or no sink is left; retries EINTR. res (may be NULL): n
+ * results, the totals of the copy per sink. 0 when every sink got every
+ * byte; -1 and errno, the input's error or else the first sink's, when any
+ * failed (the other sinks were still served to the end). */
+int psplice_tee_copy(struct psplice_tee *t, uint64_t len, unsigned int flags,
+		     struct psplice_result *res);
+
+/* The bytes pending for sink i (0 for i out of range). */
+size_t psplice_tee_pending(struct psplice_tee *t, size_t i);
+
+/* Hand up to len of sink i's pending bytes, the oldest first, to buf: they
+ * are no longer the tee's. Returns how many. */
+size_t psplice_tee_take(struct psplice_tee *t, size_t i, void *buf, size_t len);
+
+/* Free the tee (NULL is fine); the fds stay open. Pending bytes still
+ * there are dropped: take them first to keep them. */
+void psplice_tee_free(struct psplice_tee *t);
+
+/* One call: psplice_tee_new(fd_in, fds_out, n, 0, flags & (planning
+ * flags)), psplice_tee_copy(len, flags & PSPLICE_F_MORE), free. Blocking:
+ * PSPLICE_F_NONBLOCK is EINVAL. */
+int psplice_tee(int fd_in, const int *fds_out, size_t n, uint64_t len,
+		unsigned int flags, struct psplice_result *res);
+
 /* The result of this thread's last psplice call (never NULL). */
 const struct psplice_result *psplice_last(void);
 

@@ -48,6 +48,11 @@ static inline ssize_t ps_copy_file_range(int in, int64_t *off_in, int out,
 #endif
 }
 
+static inline ssize_t ps_tee(int in, int out, size_t len, unsigned int flags)
+{
+	return ps_ret(tee(in, out, len, flags));
+}
+
 static inline ssize_t ps_sendfile(int out, int in, int64_t *off, size_t len)
 {
 	return ps_ret(sendfile(out, in, (off_t *)off, len));

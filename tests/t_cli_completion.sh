@@ -111,6 +111,8 @@ want $LINENO "psplice cp --no-preserve x" xattr
 want $LINENO "psplice cp -S "
 want $LINENO "psplice relay --copy=" splice readwrite
 want $LINENO "psplice relay -j 2 --copy r" readwrite
+want $LINENO "psplice tee --output-error=" warn warn-nopipe exit exit-nopipe
+want $LINENO "psplice tee -a --output-error=e" exit exit-nopipe
 groups=$(sed -n 's/^[[:space:]]*{ "\([a-z-]*\)", bench_.*/\1/p' "$top/tools/cmd_bench.c")
 [ -n "$groups" ] || fail $LINENO "no group table found in tools/cmd_bench.c"
 want $LINENO "psplice bench --only " $groups
@@ -145,6 +147,8 @@ want $LINENO "psplice bench "
 want $LINENO "psplice cat --to unix:$d/a" "$d/a.txt" "$d/ab.img"
 want $LINENO "psplice relay unix:$d/sub/" "$d/sub/in"
 want $LINENO "psplice cat --to=unix:$d/ab" "$d/ab.img"
+want $LINENO "psplice tee --to unix:$d/ab" "$d/ab.img"
+want $LINENO "psplice tee -p $d/a" "$d/a.txt" "$d/ab.img"
 has $LINENO "psplice relay -- u" unix:
 want $LINENO "psplice relay -v 127.0.0.1:8080 unix:$d/ab" "$d/ab.img"
 has $LINENO "psplice relay u" unix:

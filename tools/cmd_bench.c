@@ -43,6 +43,7 @@ static const struct group groups[] = {
 	{ "relay", bench_relay },
 	{ "pressure", bench_pressure },
 	{ "scaling", bench_scaling },
+	{ "tee", bench_tee },
 	{ "write-behind", bench_writebehind },
 };
 #define N_GROUPS (sizeof(groups) / sizeof(groups[0]))
@@ -537,14 +538,14 @@ const struct cli_cmd cli_cmd_bench = {
 	.args = "",
 	.summary = "measure every path and peer on this machine",
 	.help = "Measure each kernel path psplice can take for each pair of endpoints,\n"
-		"and psplice against its peers (cat, pv, cp, socat, haproxy, iperf3),\n"
+		"and psplice against its peers (cat, pv, cp, tee, socat, haproxy, iperf3),\n"
 		"as ratios against a baseline measured in the same run, with the CPU\n"
 		"seconds each spends per GiB. A peer that is not installed is skipped\n"
 		"with the reason.\n"
 		"\n"
 		"      --quick       a subset that runs in about a minute\n"
 		"      --only LIST   only these groups, comma-separated: mechanism,\n"
-		"                    per-call, cat, cp, relay, pressure, scaling,\n"
+		"                    per-call, cat, cp, relay, pressure, scaling, tee,\n"
 		"                    write-behind\n"
 		"      --dir DIR     scratch directory, on the filesystem to measure\n"
 		"                    (default: a new directory in /var/tmp, removed after)\n"

@@ -135,7 +135,7 @@ void cli_report(const char *in, const char *out, const struct cli_copy *c)
 /* A reader that went away ends psplice as it ends cat: by SIGPIPE, which
  * the engine kept from us. When our caller ignores SIGPIPE, it is an error
  * like any other and is reported. */
-static void die_of_sigpipe(void)
+void cli_die_of_sigpipe(void)
 {
 	struct sigaction sa;
 	sigset_t set;
@@ -156,7 +156,7 @@ void cli_copy_error(const char *in, const char *out, const struct cli_copy *c)
 		break;
 	case PSPLICE_SIDE_OUT:
 		if (c->error == EPIPE)
-			die_of_sigpipe();
+			cli_die_of_sigpipe();
 		cli_error(c->error, "error writing %s", cli_quote(out));
 		break;
 	default:

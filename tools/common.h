@@ -32,6 +32,7 @@ extern const struct cli_cmd cli_cmd_cat;
 extern const struct cli_cmd cli_cmd_cp;
 extern const struct cli_cmd cli_cmd_relay;
 extern const struct cli_cmd cli_cmd_sync;
+extern const struct cli_cmd cli_cmd_tee;
 
 /* Handle an option that is not the subcommand's own: --help and --version
  * exit 0, anything else is a usage error (exit 1). */
@@ -103,6 +104,10 @@ int64_t cli_parse_size(const char *s);
 
 /* The -v line: "psplice: 'a' -> 'b': 1,048,576 bytes by copy_file_range". */
 void cli_report(const char *in, const char *out, const struct cli_copy *c);
+/* A reader gone ends psplice as it ends cat: by SIGPIPE, when its
+ * disposition is the default (the engine kept the signal from us);
+ * returns otherwise. */
+void cli_die_of_sigpipe(void);
 /* The error of a failed copy, told by side: "error reading 'a': ...",
  * "error writing 'b': ...", or "cannot copy 'a' to 'b': ...". */
 void cli_copy_error(const char *in, const char *out, const struct cli_copy *c);

@@ -12,6 +12,7 @@ static const struct cli_cmd *const commands[] = {
 	&cli_cmd_cp,
 	&cli_cmd_relay,
 	&cli_cmd_sync,
+	&cli_cmd_tee,
 };
 
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))

@@ -1,0 +1,286 @@
+/* psplice tee: standard input to standard output and to each FILE (and
+ * --to socket), as tee(1) does, through psplice_tee(3): from a pipe the
+ * pages are duplicated with tee(2), never copied through this process. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common.h"
+
+#define TEE_STEP (1u << 20)
+#define TEE_PIPE_SIZE (1 << 20)
+
+enum { OPT_OUTPUT_ERROR = 0x200, OPT_TO };
+
+/* What a write error does, as tee(1)'s --output-error. */
+enum mode { M_SIGPIPE, M_WARN, M_WARN_NOPIPE, M_EXIT, M_EXIT_NOPIPE };
+
+static const char *const mode_names[] = {
+	[M_WARN] = "warn", [M_WARN_NOPIPE] = "warn-nopipe",
+	[M_EXIT] = "exit", [M_EXIT_NOPIPE] = "exit-nopipe",
+};
+
+static const struct option longopts[] = {
+	{ "append", no_argument, NULL, 'a' },
+	{ "ignore-interrupts", no_argument, NULL, 'i' },
+	{ "output-error", optional_argument, NULL, OPT_OUTPUT_ERROR },
+	{ "to", required_argument, NULL, OPT_TO },
+	CLI_COMMON_LONGOPTS
+};
+
+struct outputs {
+	int fd[PSPLICE_TEE_MAX];
+	const char *name[PSPLICE_TEE_MAX];
+	bool out[PSPLICE_TEE_MAX];  /* failed and reported: no longer written */
+	size_t n;
+};
+
+static enum mode parse_mode(const struct cli_cmd *cmd, const char *arg)
+{
+	size_t i;
+
+	if (!arg)
+		return M_WARN_NOPIPE;
+	for (i = M_WARN; i <= M_EXIT_NOPIPE; i++)
+		if (!strcmp(arg, mode_names[i]))
+			return (enum mode)i;
+	cli_usage_error(cmd, "invalid argument %s for '--output-error'\n"
+			"Valid arguments are: 'warn', 'warn-nopipe', 'exit', 'exit-nopipe'",
+			cli_quote(arg));
+}
+
+static void add(const struct cli_cmd *cmd, struct outputs *o, int fd, const char *name)
+{
+	if (o->n == PSPLICE_TEE_MAX)
+		cli_usage_error(cmd, "more than %d outputs", PSPLICE_TEE_MAX);
+	o->fd[o->n] = fd;
+	o->name[o->n++] = name;
+}
+
+/* --to: a blocking stream socket; one that cannot be reached is reported
+ * like a file that cannot be opened, and the others go on. */
+static int connect_to(const struct cli_cmd *cmd, const char *arg)
+{
+	struct cli_addr a;
+	const char *why;
+	int fd;
+
+	if (cli_parse_addr(arg, &a, false, &why) < 0)
+		cli_usage_error(cmd, "invalid address %s: %s", cli_quote(arg), why);
+	fd = socket(a.ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd >= 0 && connect(fd, (struct sockaddr *)&a.ss, a.len) == 0)
+		return fd;
+	cli_error(errno, "cannot connect to %s", cli_quote(arg));
+	if (fd >= 0)
+		close(fd);
+	return -1;
+}
+
+static bool is_pipe(int fd)
+{
+	struct stat st;
+
+	return fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode);
+}
+
+/* As tee(1): a write error is diagnosed unless it is a pipe's (EPIPE) and
+ * the mode spares pipes; the exit modes end the command on a diagnosed
+ * error; by default a reader gone ends it by SIGPIPE. false: an error. */
+static bool output_failed(enum mode mode, const char *name, int err)
+{
+	bool diagnose = err != EPIPE || mode == M_WARN || mode == M_EXIT;
+
+	if (err == EPIPE && mode == M_SIGPIPE)
+		cli_die_of_sigpipe();
+	if (!diagnose)
+		return true;
+	cli_error(err, "error writing %s", cli_quote(name));
+	if (mode == M_EXIT || mode == M_EXIT_NOPIPE)
+		exit(1);
+	return false;
+}
+
+/* A descriptor no write can use (standard output closed) is an error of
+ * that output from the start, as tee(1)'s first write would say. */
+static bool usable(int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+
+	return fl >= 0 && (fl & O_ACCMODE) != O_RDONLY;
+}
+
+static void wait_input(void)
+{
+	struct pollfd p = { .fd = STDIN_FILENO, .events = POLLIN };
+
+	poll(&p, 1, -1);
+}
+
+/* 1 MiB pipes halve the calls per byte; where the limits say no, the pipe
+ * stays as it is. */
+static void grow_pipe(int fd)
+{
+	if (is_pipe(fd) && fcntl(fd, F_GETPIPE_SZ) < TEE_PIPE_SIZE)
+		fcntl(fd, F_SETPIPE_SZ, TEE_PIPE_SIZE);
+}
+
+static int run(struct outputs *o, enum mode mode)
+{
+	struct psplice_result res[PSPLICE_TEE_MAX];
+	int fds[PSPLICE_TEE_MAX], status = 0;
+	size_t map[PSPLICE_TEE_MAX], n = 0, i, j;
+	struct psplice_tee *t;
+	ssize_t r;
+
+	for (i = 0; i < o->n; i++) {
+		if (!usable(o->fd[i])) {
+			if (!output_failed(mode, o->name[i], EBADF))
+				status = 1;
+			continue;
+		}
+		map[n] = i;
+		fds[n++] = o->fd[i];
+	}
+	if (!n)
+		return status;
+	grow_pipe(STDIN_FILENO);
+	t = psplice_tee_new(STDIN_FILENO, fds, n, 0, 0);
+	if (!t) {
+		cli_error(errno, "error reading %s", cli_quote("standard input"));
+		return 1;
+	}
+	for (;;) {
+		r = psplice_tee_move(t, TEE_STEP, 0, res);
+		for (j = 0; j < n; j++) {
+			i = map[j];
+			if (o->out[i] || !res[j].error || res[j].error == EAGAIN ||
+			    res[j].error == EINTR)
+				continue;
+			o->out[i] = true;
+			if (!output_failed(mode, o->name[i], res[j].error))
+				status = 1;
+		}
+		if (r > 0)
+			continue;
+		if (r == 0)
+			break;
+		if (errno == EINTR)
+			continue;
+		/* Standard input left non-blocking by someone else. */
+		if (errno == EAGAIN && psplice_last()->side == PSPLICE_SIDE_IN) {
+			wait_input();
+			continue;
+		}
+		if (psplice_last()->side == PSPLICE_SIDE_IN) {
+			cli_error(errno, "error reading %s", cli_quote("standard input"));
+			status = 1;
+		}
+		/* Otherwise no output is left: tee(1) stops reading then. */
+		break;
+	}
+	psplice_tee_free(t);
+	return status;
+}
+
+static int open_output(const char *path, bool append)
+{
+	int fl = O_WRONLY | O_CREAT | O_CLOEXEC | (append ? O_APPEND : O_TRUNC);
+
+	return open(path, fl, 0666);
+}
+
+static int tee_main(const struct cli_cmd *cmd, int argc, char **argv)
+{
+	static struct outputs o;
+	const char *to[PSPLICE_TEE_MAX];
+	enum mode mode = M_SIGPIPE;
+	bool append = false;
+	size_t n_to = 0, i;
+	int c, fd, status = 0;
+
+	while ((c = getopt_long(argc, argv, "aip", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'a':
+			append = true;
+			break;
+		case 'i':
+			signal(SIGINT, SIG_IGN);
+			break;
+		case 'p':
+			mode = M_WARN_NOPIPE;
+			break;
+		case OPT_OUTPUT_ERROR:
+			mode = parse_mode(cmd, optarg);
+			break;
+		case OPT_TO:
+			if (n_to == PSPLICE_TEE_MAX)
+				cli_usage_error(cmd, "more than %d outputs", PSPLICE_TEE_MAX);
+			to[n_to++] = optarg;
+			break;
+		default:
+			cli_common_option(cmd, c);
+		}
+	}
+	/* As tee(1): with a mode, a reader gone is an error to handle, not a
+	 * signal. */
+	if (mode != M_SIGPIPE)
+		signal(SIGPIPE, SIG_IGN);
+	add(cmd, &o, STDOUT_FILENO, "standard output");
+	for (i = optind; i < (size_t)argc; i++) {
+		fd = open_output(argv[i], append);
+		if (fd < 0) {
+			cli_error(errno, "cannot open %s", cli_quote(argv[i]));
+			status = 1;
+			continue;
+		}
+		add(cmd, &o, fd, argv[i]);
+	}
+	for (i = 0; i < n_to; i++) {
+		fd = connect_to(cmd, to[i]);
+		if (fd < 0) {
+			status = 1;
+			continue;
+		}
+		add(cmd, &o, fd, to[i]);
+	}
+	grow_pipe(STDOUT_FILENO);
+	status |= run(&o, mode);
+	for (i = 1; i < o.n; i++)
+		if (close(o.fd[i]) < 0 && !o.out[i]) {
+			cli_error(errno, "error writing %s", cli_quote(o.name[i]));
+			status = 1;
+		}
+	return status;
+}
+
+const struct cli_cmd cli_cmd_tee = {
+	.name = "tee",
+	.args = "[FILE]...",
+	.summary = "copy standard input to standard output and to files",
+	.help =
+	"Copy standard input to standard output and to each FILE (and each\n"
+	"--to socket), as tee(1) does. From a pipe the bytes are duplicated by\n"
+	"tee(2) and spliced out, never copied through this process; an O_APPEND\n"
+	"file (-a) is written with write(2). FILE - is a file named -.\n"
+	"\n"
+	"  -a, --append              append to the FILEs, do not truncate them\n"
+	"  -i, --ignore-interrupts   ignore SIGINT\n"
+	"  -p                        --output-error=warn-nopipe\n"
+	"      --output-error[=MODE] what a write error does (MODE below)\n"
+	"      --to=ADDR             also write to a stream socket: HOST:PORT,\n"
+	"                            [IPv6]:PORT or unix:PATH (may be repeated)\n"
+	"\n"
+	"MODE: warn: diagnose errors writing to any output; warn-nopipe: to any\n"
+	"output but a pipe whose reader left (the default MODE); exit, exit-nopipe:\n"
+	"the same, and exit at once. Without --output-error, a reader gone ends\n"
+	"the command by SIGPIPE and other errors are diagnosed. A failed output is\n"
+	"written no more; the others get every byte. psplice tee stops reading\n"
+	"when no output is left.\n",
+	.main = tee_main,
+};
