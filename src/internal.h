@@ -3,6 +3,7 @@
 #define PS_INTERNAL_H
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -119,6 +120,17 @@ PS_HIDDEN unsigned int ps__splice_flags(const struct ps_xfer *x);
 PS_HIDDEN int ps__give_back(struct ps_xfer *x, const void *buf, size_t n);
 PS_HIDDEN size_t ps__write_all(struct ps_xfer *x, const unsigned char *buf, size_t n);
 PS_HIDDEN ssize_t ps__read_once(struct ps_xfer *x, unsigned char *buf, size_t n);
+
+/* The SIGPIPE guard (sigpipe.c). */
+struct ps_sigguard {
+	sigset_t old;    /* the caller's mask */
+	bool on;         /* SIGPIPE blocked by us */
+	bool pending;    /* one was pending before: the caller's */
+};
+PS_HIDDEN bool ps__sigpipe_ignored(void);
+PS_HIDDEN void ps__sigpipe_block(struct ps_sigguard *g, bool on);
+PS_HIDDEN void ps__sigpipe_restore(struct ps_sigguard *g, bool raised);
+PS_HIDDEN void ps__sigpipe_reap(void);
 
 /* A pair's pending bytes (hold.c). */
 PS_HIDDEN size_t ps__held(const struct ps_hold *h);

@@ -10,11 +10,9 @@
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
-#include <time.h>
 
 #include "internal.h"
 #include "sys.h"
@@ -473,47 +471,14 @@ static int take_and_serve(struct step *st)
 
 /* ---- SIGPIPE: as a one-shot call into a pipe or socket does ---- */
 
-struct guard {
-	sigset_t old;
-	bool on, pending;
-};
-
-static void guard_on(const struct psplice_tee *t, struct guard *g)
-{
-	sigset_t set;
-
-	g->on = t->guard;
-	if (!g->on)
-		return;
-	sigemptyset(&set);
-	sigaddset(&set, SIGPIPE);
-	pthread_sigmask(SIG_BLOCK, &set, &g->old);
-	g->pending = sigismember(&g->old, SIGPIPE) && sigpending(&set) == 0 &&
-		     sigismember(&set, SIGPIPE);
-}
-
-static void reap_sigpipe(void)
-{
-	struct timespec zero = { 0, 0 };
-	sigset_t set;
-
-	sigemptyset(&set);
-	sigaddset(&set, SIGPIPE);
-	while (sigtimedwait(&set, NULL, &zero) == SIGPIPE)
-		;
-}
-
 /* A step may have raised SIGPIPE when a sink failed or stopped short (into
  * a socket, splice returns what it moved with the signal already sent). */
-static void guard_off(const struct psplice_tee *t, struct guard *g, bool raised)
+static void guard_off(const struct psplice_tee *t, struct ps_sigguard *g, bool raised)
 {
-	if (g->on) {
-		if (raised && !g->pending)
-			reap_sigpipe();
-		pthread_sigmask(SIG_SETMASK, &g->old, NULL);
-	} else if (t->reap && raised) {
-		reap_sigpipe();
-	}
+	if (g->on)
+		ps__sigpipe_restore(g, raised);
+	else if (t->reap && raised)
+		ps__sigpipe_reap();
 }
 
 /* ---- the step ---- */
@@ -616,7 +581,7 @@ static void step(struct psplice_tee *t, size_t len, unsigned int flags, bool ret
 			   .fd = t->in.fd, .last = last, .side = PSPLICE_SIDE_IN };
 	bool took[PSPLICE_TEE_MAX] = { false }, raised = false;
 	const struct sink *out;
-	struct guard g;
+	struct ps_sigguard g;
 	size_t i;
 	int err;
 
@@ -624,7 +589,7 @@ static void step(struct psplice_tee *t, size_t len, unsigned int flags, bool ret
 		res[i] = (struct psplice_result){ 0 };
 		t->sink[i].res = &res[i];
 	}
-	guard_on(t, &g);
+	ps__sigpipe_block(&g, t->guard);
 	st.len = len;
 	if (!pending_first(&st))
 		goto out;
@@ -673,14 +638,6 @@ out:
 }
 
 /* ---- the public calls ---- */
-
-static bool sigpipe_ignored(void)
-{
-	struct sigaction sa;
-
-	return sigaction(SIGPIPE, NULL, &sa) == 0 && !(sa.sa_flags & SA_SIGINFO) &&
-	       sa.sa_handler == SIG_IGN;
-}
 
 static int refuse(int err, int side)
 {
@@ -735,7 +692,7 @@ struct psplice_tee *psplice_tee_new(int fd_in, const int *fds_out, size_t n,
 	struct psplice_tee *t;
 
 	if (!fds_out || !n || n > PSPLICE_TEE_MAX || (flags & ~TEE_PLAN_FLAGS) ||
-	    ((flags & PSPLICE_F_SIGPIPE_IGNORED) && !sigpipe_ignored())) {
+	    ((flags & PSPLICE_F_SIGPIPE_IGNORED) && !ps__sigpipe_ignored())) {
 		refuse(EINVAL, PSPLICE_SIDE_NONE);
 		return NULL;
 	}

@@ -5,10 +5,8 @@
  * single call, so every entry point goes through the same code. */
 #include <errno.h>
 #include <poll.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "internal.h"
 #include "sys.h"
@@ -54,8 +52,8 @@ struct call {
 	bool short_raises;         /* it may, into this output */
 	int64_t pos_in, pos_out;   /* a copy to end of input: the file
 	                              positions it began at, or -1 */
-	sigset_t old_mask;
-	bool guard, masked, pipe_pending; /* SIGPIPE pending before the call */
+	struct ps_sigguard sg;
+	bool guard;                /* block SIGPIPE around the call */
 };
 
 static const ps_path_fn path_of[] = {
@@ -185,16 +183,6 @@ static void make_plan(struct psplice_pair *pair)
 	add(p, PSPLICE_METHOD_READWRITE);
 }
 
-/* The caller's promise that SIGPIPE is ignored is checked where it is made
- * (a pair is prepared, a one-shot call begins): moves then trust it. */
-static bool sigpipe_ignored(void)
-{
-	struct sigaction sa;
-
-	return sigaction(SIGPIPE, NULL, &sa) == 0 && !(sa.sa_flags & SA_SIGINFO) &&
-	       sa.sa_handler == SIG_IGN;
-}
-
 /* A call refused for another reason than a bad fd still names a bad fd
  * first: the flags that tell one are asked only now (ps__unusable). */
 static int refuse(const struct psplice_pair *p, struct psplice_result *res, int err,
@@ -214,7 +202,7 @@ static int pair_init(struct psplice_pair *p, int fd_in, int fd_out,
 {
 	bool raises;
 
-	if ((flags & PSPLICE_F_SIGPIPE_IGNORED) && !sigpipe_ignored())
+	if ((flags & PSPLICE_F_SIGPIPE_IGNORED) && !ps__sigpipe_ignored())
 		return fail_early(res, EINVAL, PSPLICE_SIDE_NONE);
 	if (ps__classify(fd_in, &p->in) < 0)
 		return fail_early(res, EBADF, PSPLICE_SIDE_IN);
@@ -276,62 +264,21 @@ static int begin(struct call *c, struct psplice_pair *p, int64_t *off_in,
 	return 0;
 }
 
-/* Splicing into a socket or a pipe without a reader raises SIGPIPE, and
- * splice(2) has no MSG_NOSIGNAL: block it around the call, and take back the
- * one our call raised. */
 static void guard_sigpipe(struct call *c)
 {
-	sigset_t set;
-
-	c->masked = c->guard;
-	if (!c->masked)
-		return;
-	sigemptyset(&set);
-	sigaddset(&set, SIGPIPE);
-	pthread_sigmask(SIG_BLOCK, &set, &c->old_mask);
-	/* While SIGPIPE was unblocked none can be pending for this thread: it
-	 * would have been delivered. Ask the kernel only when it was blocked. */
-	c->pipe_pending = sigismember(&c->old_mask, SIGPIPE) &&
-			  sigpending(&set) == 0 && sigismember(&set, SIGPIPE);
+	ps__sigpipe_block(&c->sg, c->guard);
 }
 
+/* A call that failed may have raised SIGPIPE, and so may one that stopped
+ * short into a socket: sendfile and splice return the bytes they moved
+ * before the peer left, with the signal already sent. Into a pipe the
+ * kernel checks for readers under the pipe's lock and raises it only when
+ * it moved nothing; pipe to pipe and sendfile into a pipe are counted in
+ * anyway, as kernels have looped over chunks there. */
 static void unguard_sigpipe(struct call *c)
 {
-	struct timespec zero = { 0, 0 };
-	sigset_t set;
-
-	if (!c->masked)
-		return;
-	sigemptyset(&set);
-	sigaddset(&set, SIGPIPE);
-	/* A SIGPIPE pending before the call is the caller's. One the call
-	 * raised is taken back even when the caller blocks SIGPIPE: it would
-	 * be delivered the moment the caller unblocks it. A call that failed
-	 * may have raised one, and so may one that stopped short into a
-	 * socket: sendfile and splice return the bytes they moved before the
-	 * peer left, with the signal already sent. Into a pipe the kernel
-	 * checks for readers under the pipe's lock and raises it only when it
-	 * moved nothing; pipe to pipe and sendfile into a pipe are counted in
-	 * anyway, as kernels have looped over chunks there. */
-	if ((c->x.res->error || (c->short_raises && c->x.res->out_bytes < c->want)) &&
-	    !c->pipe_pending)
-		while (sigtimedwait(&set, NULL, &zero) == SIGPIPE)
-			;
-	pthread_sigmask(SIG_SETMASK, &c->old_mask, NULL);
-}
-
-/* The kernel never discards a signal the thread blocks, ignored or not: a
- * move without the guard that met a gone reader takes back the SIGPIPE it
- * may have left pending, as a guarded move does. Only failed moves pay. */
-static void reap_sigpipe(void)
-{
-	struct timespec zero = { 0, 0 };
-	sigset_t set;
-
-	sigemptyset(&set);
-	sigaddset(&set, SIGPIPE);
-	while (sigtimedwait(&set, NULL, &zero) == SIGPIPE)
-		;
+	ps__sigpipe_restore(&c->sg, c->x.res->error ||
+				    (c->short_raises && c->x.res->out_bytes < c->want));
 }
 
 static int run_path(struct call *c, int method)
@@ -470,7 +417,7 @@ static void move(struct psplice_pair *p, int64_t *off_in, int64_t *off_out,
 	step(&c, &at, progress);
 	unguard_sigpipe(&c);
 	if (p->reap && r->error == EPIPE)
-		reap_sigpipe();
+		ps__sigpipe_reap();
 }
 
 ssize_t psplice_ex(int fd_in, int64_t *off_in, int fd_out, int64_t *off_out,
@@ -572,7 +519,7 @@ static void copy(struct psplice_pair *p, int64_t *off_in, int64_t *off_out,
 	}
 	unguard_sigpipe(&c);
 	if (p->reap && r->error == EPIPE)
-		reap_sigpipe();
+		ps__sigpipe_reap();
 }
 
 static int copy_return(const struct psplice_result *r, struct psplice_result *res)
