@@ -114,6 +114,8 @@ int bench_wait_port(int port, double timeout);
 /* A free TCP port on 127.0.0.1 (bound and closed: it may be taken again
  * before it is used, but not by this run). */
 int bench_free_port(void);
+/* Raise RLIMIT_NOFILE to need fds if the hard limit allows: 0, or -1. */
+int bench_nofile(unsigned long need);
 
 /* A file of size bytes of incompressible data, and its pages read into the
  * cache. Reuses an existing file of that size. 0, or -1 and errno. */

@@ -553,15 +553,7 @@ static int conns_run(const struct bench_opts *o, int v, struct conns_result *res
  * inherits the limit (two per connection and its pipes). */
 static int enough_fds(void)
 {
-	struct rlimit r;
-	rlim_t need = CONNS * 4 + 256;
-
-	if (getrlimit(RLIMIT_NOFILE, &r) < 0)
-		return -1;
-	if (r.rlim_cur >= need)
-		return 0;
-	r.rlim_cur = r.rlim_max < need ? r.rlim_max : need;
-	return setrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_cur >= need ? 0 : -1;
+	return bench_nofile(CONNS * 4 + 256);
 }
 
 enum { M_FDS_PEAK, M_PIPES_PEAK, M_FDS_AFTER, M_PIPES_AFTER, M_KIB, NM };

@@ -401,15 +401,7 @@ out:
  * relay, which inherits the limit. */
 static int enough_fds(int conns)
 {
-	struct rlimit r;
-	rlim_t need = (rlim_t)conns * 2 + 64;
-
-	if (getrlimit(RLIMIT_NOFILE, &r) < 0)
-		return -1;
-	if (r.rlim_cur >= need)
-		return 0;
-	r.rlim_cur = r.rlim_max < need ? r.rlim_max : need;
-	return setrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_cur >= need ? 0 : -1;
+	return bench_nofile((unsigned long)conns * 2 + 64);
 }
 
 /* One variant's runs in an item, and why one failed. */

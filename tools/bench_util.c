@@ -309,6 +309,18 @@ int bench_wait_port(int port, double timeout)
 	return -1;
 }
 
+int bench_nofile(unsigned long need)
+{
+	struct rlimit r;
+
+	if (getrlimit(RLIMIT_NOFILE, &r) < 0)
+		return -1;
+	if (r.rlim_cur >= need)
+		return 0;
+	r.rlim_cur = r.rlim_max < need ? r.rlim_max : need;
+	return setrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_cur >= need ? 0 : -1;
+}
+
 int bench_free_port(void)
 {
 	struct sockaddr_in a = loopback(0);

@@ -147,17 +147,10 @@ static int cat_one(const char *arg, const struct range *rg, bool verbose)
 /* --to: a blocking stream socket, so that the copy waits for room. */
 static void connect_to(const struct cli_cmd *cmd, const char *arg)
 {
-	struct cli_addr a;
-	const char *why;
-	int fd;
+	int fd = cli_connect(cmd, arg);
 
-	if (cli_parse_addr(arg, &a, false, &why) < 0)
-		cli_usage_error(cmd, "invalid address %s: %s", cli_quote(arg), why);
-	fd = socket(a.ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&a.ss, a.len) < 0) {
-		cli_error(errno, "cannot connect to %s", cli_quote(arg));
+	if (fd < 0)
 		exit(1);
-	}
 	out_fd = fd;
 	out_name = arg;
 }

@@ -63,25 +63,6 @@ static void add(const struct cli_cmd *cmd, struct outputs *o, int fd, const char
 	o->name[o->n++] = name;
 }
 
-/* --to: a blocking stream socket; one that cannot be reached is reported
- * like a file that cannot be opened, and the others go on. */
-static int connect_to(const struct cli_cmd *cmd, const char *arg)
-{
-	struct cli_addr a;
-	const char *why;
-	int fd;
-
-	if (cli_parse_addr(arg, &a, false, &why) < 0)
-		cli_usage_error(cmd, "invalid address %s: %s", cli_quote(arg), why);
-	fd = socket(a.ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd >= 0 && connect(fd, (struct sockaddr *)&a.ss, a.len) == 0)
-		return fd;
-	cli_error(errno, "cannot connect to %s", cli_quote(arg));
-	if (fd >= 0)
-		close(fd);
-	return -1;
-}
-
 static bool is_pipe(int fd)
 {
 	struct stat st;
@@ -242,7 +223,7 @@ static int tee_main(const struct cli_cmd *cmd, int argc, char **argv)
 		add(cmd, &o, fd, argv[i]);
 	}
 	for (i = 0; i < n_to; i++) {
-		fd = connect_to(cmd, to[i]);
+		fd = cli_connect(cmd, to[i]); /* unreachable: as a file not opened */
 		if (fd < 0) {
 			status = 1;
 			continue;

@@ -338,6 +338,25 @@ int cli_parse_addr(const char *s, struct cli_addr *a, bool passive, const char *
 	return 0;
 }
 
+/* --to ADDR: a blocking stream socket connected to ADDR (a bad address is
+ * a usage error); -1 with the error said when it cannot be reached. */
+int cli_connect(const struct cli_cmd *cmd, const char *arg)
+{
+	struct cli_addr a;
+	const char *why;
+	int fd;
+
+	if (cli_parse_addr(arg, &a, false, &why) < 0)
+		cli_usage_error(cmd, "invalid address %s: %s", cli_quote(arg), why);
+	fd = socket(a.ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd >= 0 && connect(fd, (struct sockaddr *)&a.ss, a.len) == 0)
+		return fd;
+	cli_error(errno, "cannot connect to %s", cli_quote(arg));
+	if (fd >= 0)
+		close(fd);
+	return -1;
+}
+
 /* ---- progress ---- */
 
 #define PROGRESS_CHUNK ((uint64_t)8 << 20)

@@ -90,6 +90,9 @@ struct cli_addr {
 /* "unix:/path", "[v6]:port", "host:port" -> a socket address; passive for
  * one to listen on. -1 with *why set when malformed or unknown. */
 int cli_parse_addr(const char *s, struct cli_addr *a, bool passive, const char **why);
+/* A blocking stream socket connected to ADDR (--to); -1 when it cannot be
+ * reached, said on stderr. An invalid ADDR is a usage error of cmd. */
+int cli_connect(const struct cli_cmd *cmd, const char *arg);
 
 /* A pv-like line on standard error while a long copy runs: bytes, rate and
  * ETA (total 0: unknown), a few times a second, cleared at the end. Copies
