@@ -280,8 +280,8 @@ static bool paced(const struct cp_job *j)
 /* Fewer blocks than bytes: SOURCE has holes (or a filesystem that packs
  * small files, where copying extent by extent costs nothing either). Only
  * between two regular files, which have offsets to keep holes at.
- * --sparse=always looks for holes in any file (it makes none out of zeros,
- * as cp(1) would); never writes them all as zeros. */
+ * --sparse=always makes holes of blocks of zeros too, in any file; never
+ * writes them all as zeros. */
 static bool sparse(const struct cp_job *j, int out)
 {
 	struct stat st;
@@ -346,7 +346,9 @@ static int copy_data(struct cp_job *j, int in, int out)
 		c = (struct cli_copy){ .method = PSPLICE_METHOD_NONE };
 		pair = cli_pair(in, out, flags, &c);
 		rc = -1;
-		if (pair && holes)
+		if (pair && holes && j->sparse == CP_SPARSE_ALWAYS)
+			rc = cp_copy_zeros(in, out, wb, &c);
+		else if (pair && holes)
 			rc = copy_extents(pair, in, out, flags, wb, &c);
 		else if (pair)
 			rc = copy_behind(pair, in, out, flags, wb, &c);
