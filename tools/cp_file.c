@@ -62,7 +62,7 @@ static int open_existing(struct cp_job *j, mode_t mode, bool top)
 			cli_error(0, "cannot overwrite directory %s with non-directory",
 				  cli_quote(j->dst));
 		else
-			cli_error(errno, "cannot open %s for writing", cli_quote(j->dst));
+			cli_error(errno, "cannot create regular file %s", cli_quote(j->dst));
 		return -1;
 	}
 	if (!top && ((fl = fcntl(fd, F_GETFL)) < 0 ||
