@@ -10,14 +10,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "cp.h"
 
-/* Levels of a tree whose two directories stay open. Below them each level
- * closes its parent's pair and opens it again from its own through "..",
- * so that a tree thousands of levels deep needs no descriptor per level. */
+/* Levels of a tree whose two directories stay open: 64, or an eighth of
+ * the descriptors we may open. Below them each level closes its parent's
+ * pair and opens it again from its own through "..", so that a tree
+ * thousands of levels deep needs no descriptor per level. */
 #define CP_OPEN_LEVELS 64
 
 /* One walk from a SOURCE directory to its copy. */
@@ -27,6 +29,7 @@ struct cp_tree {
 	struct stat top;  /* of top_dst, once made: not to be copied into itself */
 	bool top_known;
 	unsigned int open; /* levels whose directories are open */
+	unsigned int max_open;
 };
 
 /* A directory being copied: both sides open (O_PATH), or -1 while closed. */
@@ -573,7 +576,7 @@ static bool up_is_parent(const struct cp_level *up, int src, int dst)
  * it can be found again from me. */
 static void maybe_close_up(struct cp_tree *t, struct cp_level *me)
 {
-	if (me->up && t->open > CP_OPEN_LEVELS && me->up->src >= 0 &&
+	if (me->up && t->open > t->max_open && me->up->src >= 0 &&
 	    up_is_parent(me->up, me->src, me->dst))
 		close_level(t, me->up);
 }
@@ -710,8 +713,12 @@ int cp_top(const struct cp_job *o, const char *src, const char *dst)
 	struct cp_tree t = { .opts = o, .top_src = src, .top_dst = dst };
 	const struct cp_at s = { AT_FDCWD, src, src }, d = { AT_FDCWD, dst, dst };
 	bool follow = o->deref != CP_DEREF_NEVER;
+	struct rlimit rl;
 	struct stat st;
 
+	t.max_open = CP_OPEN_LEVELS;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur / 8 < CP_OPEN_LEVELS)
+		t.max_open = rl.rlim_cur / 8 > 1 ? (unsigned int)(rl.rlim_cur / 8) : 1;
 	if ((follow ? stat(src, &st) : lstat(src, &st)) < 0) {
 		cli_error(errno, "cannot stat %s", cli_quote(src));
 		return -1;
