@@ -132,6 +132,11 @@ if shm=$(mktemp -d /dev/shm/t_cli_cpgnu.XXXXXX 2>/dev/null); then
 else
 	skip "--sparse on tmpfs: /dev/shm is not writable"
 fi
+# a file whose size (0) does not say its length: read to its end
+if [ -r /proc/version ]; then
+	"$P" cp --sparse=always /proc/version pv 2>err; rc=$?
+	rc_is $LINENO 0; err_is $LINENO; same $LINENO /proc/version pv; rm -f pv
+fi
 
 # --- 3. paths longer than PATH_MAX -----------------------------------------------
 # 100 levels of 200-byte names (a 20 KB path), made and checked through

@@ -5,6 +5,7 @@
  * that zeros at the end are a hole too. The bytes must be seen to be found
  * zero: this copy goes through user memory, as cp(1)'s does. */
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -111,12 +112,15 @@ static int copy_range(struct zeros *z, off_t off, off_t end)
 }
 
 /* Each of SOURCE's data extents; a filesystem that cannot tell them has
- * one, the whole file. */
+ * one, the whole file. A file of size 0 may have content all the same
+ * (procfs): it is read to its end. */
 static int copy_extents(struct zeros *z, off_t size)
 {
 	off_t data = 0, hole;
 	int rc;
 
+	if (!size)
+		return copy_range(z, 0, INT64_MAX) < 0 ? -1 : 0;
 	for (;;) {
 		data = lseek(z->in, data, SEEK_DATA);
 		if (data < 0 && errno == ENXIO) /* no data after this offset */
