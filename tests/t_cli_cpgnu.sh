@@ -135,7 +135,10 @@ fi
 # a file whose size (0) does not say its length: read to its end
 if [ -r /proc/version ]; then
 	"$P" cp --sparse=always /proc/version pv 2>err; rc=$?
-	rc_is $LINENO 0; err_is $LINENO; same $LINENO /proc/version pv; rm -f pv
+	rc_is $LINENO 0; err_is $LINENO
+	# (through a pipe: cmp -s finds files of two sizes different unread)
+	cat /proc/version | cmp -s - pv || fail $LINENO "/proc/version and pv differ"
+	rm -f pv
 fi
 
 # --- 3. paths longer than PATH_MAX -----------------------------------------------
