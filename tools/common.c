@@ -40,13 +40,13 @@ const char *cli_quote(const char *name)
 	static unsigned int next;
 	unsigned int slot = next++ % 4;
 	size_t len = strlen(name) + 3, size = sizeof(first[0]);
-	char *q = first[slot], *p;
+	char *q = first[slot], *p = NULL;
 
-	if (len > size && (len <= room[slot] || (p = realloc(grown[slot], len)))) {
-		if (len > room[slot]) {
-			grown[slot] = p;
-			room[slot] = len;
-		}
+	if (len > size && len > room[slot] && (p = realloc(grown[slot], len))) {
+		grown[slot] = p;
+		room[slot] = len;
+	}
+	if (len > size && len <= room[slot]) {
 		q = grown[slot];
 		size = room[slot];
 	}
