@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/fs.h>
+#include <stdint.h>
 #include <sys/ioctl.h>
 #include <sys/sendfile.h>
 #include <sys/syscall.h>
@@ -104,6 +105,23 @@ static inline int ps_sync_file_range(int fd, int64_t off, int64_t n, unsigned in
 	 * in an order only the C library's wrapper knows. */
 	return (int)ps_ret(sync_file_range(fd, off, n, flags));
 #endif
+}
+
+#ifndef __NR_cachestat
+#define __NR_cachestat 451 /* one number on every architecture */
+#endif
+
+/* The kernel's struct cachestat, which older headers lack. */
+struct ps_cachestat {
+	uint64_t cache, dirty, writeback, evicted, recently_evicted;
+};
+
+/* Page cache state of [off, off + len) of fd (len 0: to end of file). */
+static inline int ps_cachestat(int fd, uint64_t off, uint64_t len, struct ps_cachestat *cs)
+{
+	struct { uint64_t off, len; } range = { off, len };
+
+	return (int)ps_ret(syscall(__NR_cachestat, fd, &range, cs, 0u));
 }
 
 #endif
