@@ -106,6 +106,22 @@ static struct slot *get(int fd, struct stat *st)
 	return s;
 }
 
+/* fn on the slot of fd, when it can be taken, with errno kept. */
+typedef void slot_fn(struct slot *s, int fd, const struct stat *st, int64_t off, int64_t n);
+static void on_slot(int fd, slot_fn *fn, int64_t off, int64_t n)
+{
+	int e = errno;
+	struct slot *s;
+	struct stat st;
+
+	s = get(fd, &st);
+	if (s) {
+		fn(s, fd, &st, off, n);
+		put(s);
+	}
+	errno = e;
+}
+
 static void add_max(atomic_ullong *v, unsigned long long x)
 {
 	unsigned long long old = atomic_load(v);
@@ -195,29 +211,24 @@ static void wrote(struct slot *s, int fd, int64_t off, int64_t n)
 	}
 }
 
+static void write_step(struct slot *s, int fd, const struct stat *st, int64_t off, int64_t n)
+{
+	if (s->wstate == W_UNKNOWN)
+		classify_writer(s, fd, st);
+	if (s->wstate != W_WRITER)
+		return;
+	/* O_APPEND writes land at the end whatever the offset said. */
+	if (s->append)
+		off = st->st_size - n;
+	else if (off < 0)
+		off = lseek(fd, 0, SEEK_CUR) - n;
+	if (off >= 0)
+		wrote(s, fd, off, n);
+}
+
 void pl_wrote(int fd, int64_t off, ssize_t n)
 {
-	int e = errno;
-	struct slot *s;
-	struct stat st;
-
-	s = get(fd, &st);
-	if (!s)
-		goto out;
-	if (s->wstate == W_UNKNOWN)
-		classify_writer(s, fd, &st);
-	if (s->wstate == W_WRITER) {
-		/* O_APPEND writes land at the end whatever the offset said. */
-		if (s->append)
-			off = st.st_size - n;
-		else if (off < 0)
-			off = lseek(fd, 0, SEEK_CUR) - n;
-		if (off >= 0)
-			wrote(s, fd, off, n);
-	}
-	put(s);
-out:
-	errno = e;
+	on_slot(fd, write_step, off, n);
 }
 
 /* Close: settle what is in flight, drop it, and sync a file that was paced
@@ -321,24 +332,21 @@ static void classify_reader(struct slot *s, int fd, const struct stat *st)
 	s->rlo = -1;
 }
 
+static void read_first(struct slot *s, int fd, const struct stat *st, int64_t off, int64_t n)
+{
+	(void)off, (void)n;
+	if (s->rstate == R_UNKNOWN)
+		classify_reader(s, fd, st);
+	atomic_store_explicit(&s->rgen, gen + 1, memory_order_relaxed);
+}
+
+/* The first read of a file is seen before it is made; later ones skip
+ * even the fstat. */
 void pl_will_read(int fd)
 {
-	int e = errno;
-	struct slot *s;
-	struct stat st;
-
-	if (fd < 0 || fd >= PL_NSLOT || !slots ||
-	    atomic_load_explicit(&slots[fd].rgen, memory_order_relaxed) == gen + 1)
-		return;
-	s = get(fd, &st);
-	if (!s)
-		goto out;
-	if (s->rstate == R_UNKNOWN)
-		classify_reader(s, fd, &st);
-	atomic_store_explicit(&s->rgen, gen + 1, memory_order_relaxed);
-	put(s);
-out:
-	errno = e;
+	if (fd >= 0 && fd < PL_NSLOT && slots &&
+	    atomic_load_explicit(&slots[fd].rgen, memory_order_relaxed) != gen + 1)
+		on_slot(fd, read_first, 0, 0);
 }
 
 static void advise(int fd, int64_t a, int64_t b)
@@ -390,15 +398,9 @@ static void was_read(struct slot *s, int fd, int64_t off, int64_t n)
 	}
 }
 
-void pl_read(int fd, int64_t off, ssize_t n)
+static void read_step(struct slot *s, int fd, const struct stat *st, int64_t off, int64_t n)
 {
-	int e = errno;
-	struct slot *s;
-	struct stat st;
-
-	s = get(fd, &st);
-	if (!s)
-		goto out;
+	(void)st;
 	if (s->rstate == R_READER) {
 		if (off < 0)
 			off = lseek(fd, 0, SEEK_CUR) - n;
@@ -408,9 +410,11 @@ void pl_read(int fd, int64_t off, ssize_t n)
 		/* fd names a file whose first read was not seen. */
 		s->rstate = R_IGNORED;
 	}
-	put(s);
-out:
-	errno = e;
+}
+
+void pl_read(int fd, int64_t off, ssize_t n)
+{
+	on_slot(fd, read_step, off, n);
 }
 
 static void finish_reader(struct slot *s, int fd)
@@ -421,20 +425,16 @@ static void finish_reader(struct slot *s, int fd)
 	atomic_store_explicit(&s->rgen, 0, memory_order_relaxed);
 }
 
-void pl_closing(int fd)
+static void finish(struct slot *s, int fd, const struct stat *st, int64_t off, int64_t n)
 {
-	int e = errno;
-	struct slot *s;
-	struct stat st;
-
-	s = get(fd, &st);
-	if (!s)
-		goto out;
+	(void)st, (void)off, (void)n;
 	finish_writer(s, fd);
 	finish_reader(s, fd);
-	put(s);
-out:
-	errno = e;
+}
+
+void pl_closing(int fd)
+{
+	on_slot(fd, finish, 0, 0);
 }
 
 /* Load, fork, exit ----------------------------------------------------- */
