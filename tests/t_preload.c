@@ -229,8 +229,11 @@ static int child(const char *dir, const char *mode)
 	check_fork(dir);
 	/* How much of the big file the run left in the cache. */
 	T_OK(fd = open(big, O_RDONLY));
+	/* cachestat counts pages. */
 	if (t_cachestat(fd, 0, 0, &c) < 0)
 		c.cached = (uint64_t)-1;
+	else
+		c.cached *= (uint64_t)sysconf(_SC_PAGESIZE);
 	close(fd);
 	T_ASSERT(t_check_file(big, BIG, 1));
 	snprintf(out, sizeof(out), "%s/cached.%s", dir, mode);
