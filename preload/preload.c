@@ -28,36 +28,39 @@ ssize_t __pread64_chk(int fd, void *buf, size_t n, off64_t off, size_t buflen);
 	if (!real_##name) \
 		real_##name = (__typeof__(real_##name))dlsym(RTLD_NEXT, #name); \
 	real_##name; })
-#define DECL(ret, name, args) static ret (*real_##name) args
+/* Every call interposed: its type, name and arguments. */
+#define CALLS(X) \
+	X(ssize_t, write, (int, const void *, size_t)) \
+	X(ssize_t, pwrite, (int, const void *, size_t, off_t)) \
+	X(ssize_t, pwrite64, (int, const void *, size_t, off64_t)) \
+	X(ssize_t, writev, (int, const struct iovec *, int)) \
+	X(ssize_t, pwritev, (int, const struct iovec *, int, off_t)) \
+	X(ssize_t, pwritev64, (int, const struct iovec *, int, off64_t)) \
+	X(ssize_t, pwritev2, (int, const struct iovec *, int, off_t, int)) \
+	X(ssize_t, pwritev64v2, (int, const struct iovec *, int, off64_t, int)) \
+	X(ssize_t, read, (int, void *, size_t)) \
+	X(ssize_t, __read_chk, (int, void *, size_t, size_t)) \
+	X(ssize_t, pread, (int, void *, size_t, off_t)) \
+	X(ssize_t, pread64, (int, void *, size_t, off64_t)) \
+	X(ssize_t, __pread_chk, (int, void *, size_t, off_t, size_t)) \
+	X(ssize_t, __pread64_chk, (int, void *, size_t, off64_t, size_t)) \
+	X(ssize_t, readv, (int, const struct iovec *, int)) \
+	X(ssize_t, preadv, (int, const struct iovec *, int, off_t)) \
+	X(ssize_t, preadv64, (int, const struct iovec *, int, off64_t)) \
+	X(ssize_t, preadv2, (int, const struct iovec *, int, off_t, int)) \
+	X(ssize_t, preadv64v2, (int, const struct iovec *, int, off64_t, int)) \
+	X(ssize_t, copy_file_range, (int, off64_t *, int, off64_t *, size_t, unsigned int)) \
+	X(ssize_t, sendfile, (int, int, off_t *, size_t)) \
+	X(ssize_t, sendfile64, (int, int, off64_t *, size_t)) \
+	X(ssize_t, splice, (int, off64_t *, int, off64_t *, size_t, unsigned int)) \
+	X(int, close, (int)) \
+	X(int, dup2, (int, int)) \
+	X(int, dup3, (int, int, int)) \
+	X(int, fsync, (int)) \
+	X(int, fdatasync, (int))
 
-DECL(ssize_t, write, (int, const void *, size_t));
-DECL(ssize_t, pwrite, (int, const void *, size_t, off_t));
-DECL(ssize_t, pwrite64, (int, const void *, size_t, off64_t));
-DECL(ssize_t, writev, (int, const struct iovec *, int));
-DECL(ssize_t, pwritev, (int, const struct iovec *, int, off_t));
-DECL(ssize_t, pwritev64, (int, const struct iovec *, int, off64_t));
-DECL(ssize_t, pwritev2, (int, const struct iovec *, int, off_t, int));
-DECL(ssize_t, pwritev64v2, (int, const struct iovec *, int, off64_t, int));
-DECL(ssize_t, read, (int, void *, size_t));
-DECL(ssize_t, __read_chk, (int, void *, size_t, size_t));
-DECL(ssize_t, pread, (int, void *, size_t, off_t));
-DECL(ssize_t, pread64, (int, void *, size_t, off64_t));
-DECL(ssize_t, __pread_chk, (int, void *, size_t, off_t, size_t));
-DECL(ssize_t, __pread64_chk, (int, void *, size_t, off64_t, size_t));
-DECL(ssize_t, readv, (int, const struct iovec *, int));
-DECL(ssize_t, preadv, (int, const struct iovec *, int, off_t));
-DECL(ssize_t, preadv64, (int, const struct iovec *, int, off64_t));
-DECL(ssize_t, preadv2, (int, const struct iovec *, int, off_t, int));
-DECL(ssize_t, preadv64v2, (int, const struct iovec *, int, off64_t, int));
-DECL(ssize_t, copy_file_range, (int, off64_t *, int, off64_t *, size_t, unsigned int));
-DECL(ssize_t, sendfile, (int, int, off_t *, size_t));
-DECL(ssize_t, sendfile64, (int, int, off64_t *, size_t));
-DECL(ssize_t, splice, (int, off64_t *, int, off64_t *, size_t, unsigned int));
-DECL(int, close, (int));
-DECL(int, dup2, (int, int));
-DECL(int, dup3, (int, int, int));
-DECL(int, fsync, (int));
-DECL(int, fdatasync, (int));
+#define DECL(ret, name, args) static ret (*real_##name) args;
+CALLS(DECL)
 
 /* Where a call with an optional offset pointer started. */
 #define AT(p) ((p) ? (int64_t)*(p) : -1)
@@ -332,8 +335,13 @@ int pl_parse(const char *env, struct pl_conf *c)
 	return c->on;
 }
 
+#define RESOLVE(ret, name, args) (void)REAL(name);
+
+/* Every real call is resolved here, once: dlsym may allocate, and a first
+ * call could come from a signal handler. */
 __attribute__((constructor)) static void load(void)
 {
+	CALLS(RESOLVE)
 	pl_real.write = REAL(write);
 	pl_real.close = REAL(close);
 	pl_real.fsync = REAL(fsync);

@@ -35,6 +35,7 @@ struct slot {
 	ino_t ino;
 	int wstate, rstate;
 	bool append, paced;
+	bool big;               /* reached the minimum size: synced by --sync */
 	int err;                /* a writeback error the program has not seen */
 	int64_t wfirst, wend;   /* what was written, forward only */
 	int64_t sampled;        /* wend at the last cachestat, -v */
@@ -205,7 +206,7 @@ static void wrote(struct slot *s, int fd, int64_t off, int64_t n)
 		feed(s, fd, off, n);
 	} else if ((uint64_t)(s->wend - s->wfirst) >= pl_conf.min_size) {
 		ps__wb_init(&s->wb, fd, pl_conf.chunk, PS_WB_RAW);
-		s->paced = true;
+		s->paced = s->big = true;
 		atomic_fetch_add(&st_files, 1);
 		feed(s, fd, s->wfirst, s->wend - s->wfirst);
 	}
@@ -231,26 +232,28 @@ void pl_wrote(int fd, int64_t off, ssize_t n)
 	on_slot(fd, write_step, off, n);
 }
 
-/* Close: settle what is in flight, drop it, and sync a file that was paced
- * when --sync asks. */
+/* Close: settle what is in flight and drop it; with --sync, make a file
+ * that reached the minimum size durable (paced to the end or not). */
 static void finish_writer(struct slot *s, int fd)
 {
-	int err = 0, r;
+	int err, r;
 
 	if (s->paced) {
 		err = ps__wb_end(&s->wb, 0, NULL);
 		if (err)
 			stop_pacing(s, err);
 		s->paced = false;
-		if (!err && pl_conf.sync != PL_SYNC_NONE) {
-			r = pl_conf.sync == PL_SYNC_FULL ? pl_real.fsync(fd) : pl_real.fdatasync(fd);
-			if (r < 0 && is_wb_error(errno))
-				s->err = errno;
-		}
+	}
+	if (s->big && pl_conf.sync != PL_SYNC_NONE) {
+		r = pl_conf.sync == PL_SYNC_FULL ? pl_real.fsync(fd) : pl_real.fdatasync(fd);
+		/* The first error is the one told. */
+		if (r < 0 && is_wb_error(errno) && !s->err)
+			s->err = errno;
 	}
 	if (s->err)
 		count_error(fd, s->err);
 	s->err = 0;
+	s->big = false;
 	s->wstate = W_UNKNOWN;
 }
 

@@ -280,7 +280,7 @@ static long long run(const char *self, const char *dir, const char *mode, const 
 
 int main(int argc, char **argv)
 {
-	char self[PATH_MAX], lib[PATH_MAX + 32];
+	char self[PATH_MAX], dirbuf[PATH_MAX], lib[PATH_MAX + 32];
 	long long plain, paced, off;
 	const char *dir;
 
@@ -288,7 +288,8 @@ int main(int argc, char **argv)
 		return child(argv[2], argv[3]);
 	dir = t_dir(argc, argv);
 	T_ASSERT(realpath("/proc/self/exe", self));
-	snprintf(lib, sizeof(lib), "%s/../libpsplice-preload.so", dirname(strdup(self)));
+	memcpy(dirbuf, self, sizeof(dirbuf));
+	snprintf(lib, sizeof(lib), "%s/../libpsplice-preload.so", dirname(dirbuf));
 	T_SKIP_IF(access(lib, R_OK) < 0, "%s is not built", lib);
 	plain = run(self, dir, "plain", NULL);
 	paced = run(self, dir, "paced", lib);
