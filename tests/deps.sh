@@ -33,6 +33,7 @@ check)
 bench)
 	# The peers psplice bench compares with.
 	want pv pv
+	want nocache nocache
 	want socat socat
 	want haproxy haproxy
 	want iperf3 iperf3

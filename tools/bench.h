@@ -132,5 +132,6 @@ void bench_relay(const struct bench_opts *o);
 void bench_scaling(const struct bench_opts *o);
 void bench_tee(const struct bench_opts *o);
 void bench_writebehind(const struct bench_opts *o);
+void bench_exec(const struct bench_opts *o);
 
 #endif
