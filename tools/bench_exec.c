@@ -67,21 +67,6 @@ static int cache_of(const char *path, double *cached, double *dirty)
 	return 0;
 }
 
-static double meminfo_dirty(void)
-{
-	char line[256];
-	double kb = 0, v;
-	FILE *f = fopen("/proc/meminfo", "r");
-
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "Dirty: %lf", &v) == 1 || sscanf(line, "Writeback: %lf", &v) == 1)
-			kb += v;
-	fclose(f);
-	return kb * 1024;
-}
-
 struct sampler {
 	const struct job *job;
 	double base, peak;
@@ -97,7 +82,7 @@ static void *sample(void *arg)
 	while (atomic_load(&sampling)) {
 		if (s->own && cache_of(s->job->out[0], NULL, &d) == 0 && d > s->peak)
 			s->peak = d;
-		if (!s->own && (d = meminfo_dirty() - s->base) > s->peak)
+		if (!s->own && (d = bench_meminfo_dirty() - s->base) > s->peak)
 			s->peak = d;
 		nanosleep(&t, NULL);
 	}
@@ -122,7 +107,7 @@ static int run(const struct job *j, const char *prefix, struct result *r)
 	bench_sh(cmd, NULL, NULL);
 	if (cache_of(j->in, &in_size, NULL) < 0)
 		return -1;
-	s.base = meminfo_dirty();
+	s.base = bench_meminfo_dirty();
 	atomic_store(&sampling, true);
 	if (pthread_create(&th, NULL, sample, &s) != 0)
 		return -1;
