@@ -7,6 +7,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/sendfile.h>
@@ -17,10 +18,14 @@
 
 struct pl_real pl_real;
 
-/* glibc's fortified reads, which no header declares. */
+/* glibc's fortified calls, which no header declares. */
 ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen);
 ssize_t __pread_chk(int fd, void *buf, size_t n, off_t off, size_t buflen);
 ssize_t __pread64_chk(int fd, void *buf, size_t n, off64_t off, size_t buflen);
+int __open_2(const char *path, int flags);
+int __open64_2(const char *path, int flags);
+int __openat_2(int dir, const char *path, int flags);
+int __openat64_2(int dir, const char *path, int flags);
 
 /* Resolved once at load; a call made before the constructor ran (from
  * another library's constructor) resolves it then. */
@@ -53,6 +58,16 @@ ssize_t __pread64_chk(int fd, void *buf, size_t n, off64_t off, size_t buflen);
 	X(ssize_t, sendfile, (int, int, off_t *, size_t)) \
 	X(ssize_t, sendfile64, (int, int, off64_t *, size_t)) \
 	X(ssize_t, splice, (int, off64_t *, int, off64_t *, size_t, unsigned int)) \
+	X(int, open, (const char *, int, ...)) \
+	X(int, open64, (const char *, int, ...)) \
+	X(int, openat, (int, const char *, int, ...)) \
+	X(int, openat64, (int, const char *, int, ...)) \
+	X(int, __open_2, (const char *, int)) \
+	X(int, __open64_2, (const char *, int)) \
+	X(int, __openat_2, (int, const char *, int)) \
+	X(int, __openat64_2, (int, const char *, int)) \
+	X(int, creat, (const char *, mode_t)) \
+	X(int, creat64, (const char *, mode_t)) \
 	X(int, close, (int)) \
 	X(int, dup2, (int, int)) \
 	X(int, dup3, (int, int, int)) \
@@ -242,6 +257,75 @@ PL_EXPORT ssize_t splice(int in, off64_t *off_in, int out, off64_t *off_out, siz
 
 	will_read(in);
 	return moved(in, a, out, b, REAL(splice)(in, off_in, out, off_out, len, flags));
+}
+
+/* An open: the fd number is new, whatever was skipped on it before. The
+ * mode is there only with O_CREAT or O_TMPFILE. */
+static int opened(int fd)
+{
+	if (pl_conf.on && fd >= 0)
+		pl_opened(fd);
+	return fd;
+}
+
+#define MODE(flags) ({ \
+	mode_t m_ = 0; \
+	va_list ap_; \
+	if ((flags) & O_CREAT || ((flags) & O_TMPFILE) == O_TMPFILE) { \
+		va_start(ap_, flags); \
+		m_ = (mode_t)va_arg(ap_, int); \
+		va_end(ap_); \
+	} \
+	m_; })
+
+PL_EXPORT int open(const char *path, int flags, ...)
+{
+	return opened(REAL(open)(path, flags, MODE(flags)));
+}
+
+PL_EXPORT int open64(const char *path, int flags, ...)
+{
+	return opened(REAL(open64)(path, flags, MODE(flags)));
+}
+
+PL_EXPORT int openat(int dir, const char *path, int flags, ...)
+{
+	return opened(REAL(openat)(dir, path, flags, MODE(flags)));
+}
+
+PL_EXPORT int openat64(int dir, const char *path, int flags, ...)
+{
+	return opened(REAL(openat64)(dir, path, flags, MODE(flags)));
+}
+
+PL_EXPORT int __open_2(const char *path, int flags)
+{
+	return opened(REAL(__open_2)(path, flags));
+}
+
+PL_EXPORT int __open64_2(const char *path, int flags)
+{
+	return opened(REAL(__open64_2)(path, flags));
+}
+
+PL_EXPORT int __openat_2(int dir, const char *path, int flags)
+{
+	return opened(REAL(__openat_2)(dir, path, flags));
+}
+
+PL_EXPORT int __openat64_2(int dir, const char *path, int flags)
+{
+	return opened(REAL(__openat64_2)(dir, path, flags));
+}
+
+PL_EXPORT int creat(const char *path, mode_t mode)
+{
+	return opened(REAL(creat)(path, mode));
+}
+
+PL_EXPORT int creat64(const char *path, mode_t mode)
+{
+	return opened(REAL(creat64)(path, mode));
 }
 
 PL_EXPORT int close(int fd)

@@ -41,6 +41,8 @@ void pl_wrote(int fd, int64_t off, ssize_t n);
 /* Before a read from fd, and after one read n > 0 bytes at off. */
 void pl_will_read(int fd);
 void pl_read(int fd, int64_t off, ssize_t n);
+/* fd was just opened: whatever its number named before is gone. */
+void pl_opened(int fd);
 /* Before fd is closed (or replaced by dup2/dup3). errno is kept. */
 void pl_closing(int fd);
 /* After the program's fsync/fdatasync on fd returned r: a writeback error

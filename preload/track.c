@@ -30,6 +30,9 @@ enum { R_UNKNOWN, R_IGNORED, R_READER };
 struct slot {
 	atomic_int busy;
 	atomic_uint rgen;       /* generation + 1 once the reader side is known */
+	atomic_uint skip;       /* generation + 1: nothing to follow on this fd
+	                           (a pipe, a socket, a small file read) until it
+	                           is closed or opened again */
 	unsigned int gen;
 	dev_t dev;
 	ino_t ino;
@@ -107,14 +110,30 @@ static struct slot *get(int fd, struct stat *st)
 	return s;
 }
 
-/* fn on the slot of fd, when it can be taken, with errno kept. */
+static bool skipped(int fd)
+{
+	return slots && fd >= 0 && fd < PL_NSLOT &&
+	       atomic_load_explicit(&slots[fd].skip, memory_order_relaxed) == gen + 1;
+}
+
+void pl_opened(int fd)
+{
+	if (skipped(fd))
+		atomic_store_explicit(&slots[fd].skip, 0, memory_order_relaxed);
+}
+
+/* fn on the slot of fd, when it can be taken, with errno kept. A skipped
+ * fd costs one load: not even an fstat. */
 typedef void slot_fn(struct slot *s, int fd, const struct stat *st, int64_t off, int64_t n);
 static void on_slot(int fd, slot_fn *fn, int64_t off, int64_t n)
 {
-	int e = errno;
+	int e;
 	struct slot *s;
 	struct stat st;
 
+	if (skipped(fd))
+		return;
+	e = errno;
 	s = get(fd, &st);
 	if (s) {
 		fn(s, fd, &st, off, n);
@@ -212,10 +231,11 @@ static void wrote(struct slot *s, int fd, int64_t off, int64_t n)
 	}
 }
 
+static void classify(struct slot *s, int fd, const struct stat *st);
+
 static void write_step(struct slot *s, int fd, const struct stat *st, int64_t off, int64_t n)
 {
-	if (s->wstate == W_UNKNOWN)
-		classify_writer(s, fd, st);
+	classify(s, fd, st);
 	if (s->wstate != W_WRITER)
 		return;
 	/* O_APPEND writes land at the end whatever the offset said. */
@@ -320,7 +340,8 @@ static void classify_reader(struct slot *s, int fd, const struct stat *st)
 	struct ps_cachestat cs;
 
 	s->rstate = R_IGNORED;
-	if (!S_ISREG(st->st_mode) || fl < 0 || (fl & O_DIRECT) || st->st_size <= 0 ||
+	if (!S_ISREG(st->st_mode) || fl < 0 || (fl & O_DIRECT) ||
+	    (fl & O_ACCMODE) == O_WRONLY || st->st_size <= 0 ||
 	    (uint64_t)st->st_size < pl_conf.min_size)
 		return;
 	if (ps_cachestat(fd, 0, 0, &cs) < 0)
@@ -335,12 +356,24 @@ static void classify_reader(struct slot *s, int fd, const struct stat *st)
 	s->rlo = -1;
 }
 
+/* Both sides are judged at the first call that sees fd; an fd with nothing
+ * to follow on either side is skipped from then on. */
+static void classify(struct slot *s, int fd, const struct stat *st)
+{
+	if (s->wstate == W_UNKNOWN)
+		classify_writer(s, fd, st);
+	if (pl_conf.read_behind && s->rstate == R_UNKNOWN) {
+		classify_reader(s, fd, st);
+		atomic_store_explicit(&s->rgen, gen + 1, memory_order_relaxed);
+	}
+	if (s->wstate == W_IGNORED && (!pl_conf.read_behind || s->rstate == R_IGNORED))
+		atomic_store_explicit(&s->skip, gen + 1, memory_order_relaxed);
+}
+
 static void read_first(struct slot *s, int fd, const struct stat *st, int64_t off, int64_t n)
 {
 	(void)off, (void)n;
-	if (s->rstate == R_UNKNOWN)
-		classify_reader(s, fd, st);
-	atomic_store_explicit(&s->rgen, gen + 1, memory_order_relaxed);
+	classify(s, fd, st);
 }
 
 /* The first read of a file is seen before it is made; later ones skip
@@ -437,7 +470,10 @@ static void finish(struct slot *s, int fd, const struct stat *st, int64_t off, i
 
 void pl_closing(int fd)
 {
-	on_slot(fd, finish, 0, 0);
+	if (skipped(fd))
+		pl_opened(fd);
+	else
+		on_slot(fd, finish, 0, 0);
 }
 
 /* Load, fork, exit ----------------------------------------------------- */
