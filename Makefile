@@ -42,13 +42,22 @@ TOOL_OBJ := $(TOOL_SRC:tools/%.c=$(BUILD)/tools/%.o)
 TEST_SRC := $(wildcard tests/t_*.c)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 TEST_HELP := $(BUILD)/tests/helpers.o
+PRELOAD := $(BUILD)/libpsplice-preload.so
+PRELOAD_SRC := $(wildcard preload/*.c)
+PRELOAD_OBJ := $(PRELOAD_SRC:preload/%.c=$(BUILD)/preload/%.o)
+# The preload library goes into programs built without sanitizers, so it is
+# built without them; a sanitizer build compiles the library's sources again
+# for it.
+PRELOAD_CFLAGS := $(filter-out $(SAN),$(LIB_CFLAGS)) -U_FILE_OFFSET_BITS -Isrc
+PRELOAD_LIB := $(if $(SAN),$(BUILD)/preload/libpsplice.a,$(BUILD)/libpsplice.a)
+PRELOAD_DIR ?= $(LIBDIR)/psplice
 
 .PHONY: all lib tools tests check check-quick check-asan check-tsan check-valgrind check-abi \
 	demo install install-check clean deps deps-demo deps-deb bench deb deb-check
 all: lib tools
 
 lib: $(BUILD)/libpsplice.a $(BUILD)/$(SONAME)
-tools: $(BUILD)/psplice
+tools: $(BUILD)/psplice $(PRELOAD)
 tests: $(TEST_BIN)
 
 $(BUILD)/src/%.o: src/%.c src/*.h include/psplice.h
@@ -74,6 +83,29 @@ $(BUILD)/tools/%.o: tools/%.c tools/*.h include/psplice.h
 $(BUILD)/psplice: $(TOOL_OBJ) $(BUILD)/libpsplice.a
 	$(call say,LD,$@)
 	$(Q)$(CC) $(APP_CFLAGS) $(LDFLAGS) -o $@ $(TOOL_OBJ) $(BUILD)/libpsplice.a $(LDLIBS) -lm
+
+# libpsplice-preload.so: the library linked in statically, its symbols kept
+# inside (--exclude-libs), so that only the interposed calls are exported.
+$(BUILD)/preload/%.o: preload/%.c preload/*.h src/*.h include/psplice.h
+	@mkdir -p $(@D)
+	$(call say,CC,$<)
+	$(Q)$(CC) $(PRELOAD_CFLAGS) -c -o $@ $<
+
+$(BUILD)/preload/src/%.o: src/%.c src/*.h include/psplice.h
+	@mkdir -p $(@D)
+	$(call say,CC,$<)
+	$(Q)$(CC) $(filter-out $(SAN),$(LIB_CFLAGS)) -c -o $@ $<
+
+$(BUILD)/preload/libpsplice.a: $(LIB_SRC:src/%.c=$(BUILD)/preload/src/%.o)
+	$(call say,AR,$@)
+	$(Q)rm -f $@ && $(AR) rcs $@ $^
+
+$(PRELOAD): $(PRELOAD_OBJ) $(PRELOAD_LIB)
+	$(call say,LD,$@)
+	$(Q)$(CC) $(PRELOAD_CFLAGS) $(LDFLAGS) -shared -Wl,--exclude-libs,ALL -Wl,-z,defs \
+		-o $@ $(PRELOAD_OBJ) $(PRELOAD_LIB) -ldl $(LDLIBS)
+
+$(BUILD)/tools/cmd_exec.o: APP_CFLAGS += -DPSPLICE_PRELOAD_PATH='"$(PRELOAD_DIR)/libpsplice-preload.so"'
 
 $(TEST_HELP): tests/helpers.c tests/t.h include/psplice.h
 	@mkdir -p $(@D)
@@ -132,8 +164,9 @@ install: lib tools
 	$(call say,INSTALL,$(DESTDIR)$(PREFIX))
 	$(Q)install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(BINDIR) \
 		$(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3 $(DESTDIR)$(PKGCONFIGDIR) \
-		$(DESTDIR)$(BASHCOMPDIR)
+		$(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(PRELOAD_DIR)
 	$(Q)install -m 644 $(BUILD)/libpsplice.a $(DESTDIR)$(LIBDIR)/
+	$(Q)install -m 644 $(PRELOAD) $(DESTDIR)$(PRELOAD_DIR)/
 	$(Q)install -m 755 $(BUILD)/$(SONAME) $(DESTDIR)$(LIBDIR)/
 	$(Q)ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libpsplice.so
 	$(Q)install -m 644 include/psplice.h $(DESTDIR)$(INCLUDEDIR)/

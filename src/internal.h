@@ -153,4 +153,24 @@ PS_HIDDEN unsigned char *ps__buf(size_t *size);
 PS_HIDDEN unsigned char *ps__park_buf(size_t need);
 PS_HIDDEN struct psplice_result *ps__last(void);
 
+/* Write-behind's state, which callers without malloc (the preload library)
+ * keep in storage of their own: ps__wb_init and ps__wb_end are
+ * psplice_wb_new and psplice_wb_finish without the allocation and its
+ * errno (ps__wb_end returns 0 or the first error). */
+struct psplice_wb {
+	int fd, err;
+	int level;                    /* the weakest level a settled chunk reached,
+	                                 -1 before any */
+	unsigned int flags;
+	size_t chunk;
+	int64_t run_start, run_end;   /* written, not yet submitted */
+	int64_t prev_start, prev_end; /* submitted, not yet waited on */
+};
+/* sync_file_range alone for each chunk: no lock, no allocation and no
+ * fallback, so every step is async-signal-safe. */
+#define PS_WB_RAW 0x80000000u
+PS_HIDDEN void ps__wb_init(struct psplice_wb *wb, int fd, size_t chunk, unsigned int flags);
+PS_HIDDEN int ps__wb_end(struct psplice_wb *wb, unsigned int sync_flags,
+			 enum psplice_sync_level *achieved);
+
 #endif

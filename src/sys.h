@@ -107,4 +107,21 @@ static inline int ps_sync_file_range(int fd, int64_t off, int64_t n, unsigned in
 #endif
 }
 
+#ifndef __NR_cachestat
+#define __NR_cachestat 451 /* one number on every architecture */
+#endif
+
+/* The kernel's struct cachestat, which older headers lack. */
+struct ps_cachestat {
+	uint64_t cache, dirty, writeback, evicted, recently_evicted;
+};
+
+/* Page cache state of [off, off + len) of fd (len 0: to end of file). */
+static inline int ps_cachestat(int fd, uint64_t off, uint64_t len, struct ps_cachestat *cs)
+{
+	struct { uint64_t off, len; } range = { off, len };
+
+	return (int)ps_ret(syscall(__NR_cachestat, fd, &range, cs, 0u));
+}
+
 #endif

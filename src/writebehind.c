@@ -12,16 +12,6 @@
 
 #define WB_DEFAULT_CHUNK ((size_t)8 << 20)
 
-struct psplice_wb {
-	int fd, err;
-	int level;                    /* the weakest level a settled chunk reached,
-	                                 -1 before any */
-	unsigned int flags;
-	size_t chunk;
-	int64_t run_start, run_end;   /* written, not yet submitted */
-	int64_t prev_start, prev_end; /* submitted, not yet waited on */
-};
-
 struct psplice_wb *psplice_wb_new(int fd, size_t chunk, unsigned int flags)
 {
 	struct psplice_wb *wb;
@@ -37,14 +27,33 @@ struct psplice_wb *psplice_wb_new(int fd, size_t chunk, unsigned int flags)
 		errno = ESPIPE;
 		return NULL;
 	}
-	wb = calloc(1, sizeof(*wb));
+	wb = malloc(sizeof(*wb));
 	if (!wb)
 		return NULL;
-	wb->fd = fd;
-	wb->flags = flags;
-	wb->chunk = chunk ? chunk : WB_DEFAULT_CHUNK;
-	wb->level = -1;
+	ps__wb_init(wb, fd, chunk, flags);
 	return wb;
+}
+
+void ps__wb_init(struct psplice_wb *wb, int fd, size_t chunk, unsigned int flags)
+{
+	*wb = (struct psplice_wb){ .fd = fd, .flags = flags, .level = -1,
+		.chunk = chunk ? chunk : WB_DEFAULT_CHUNK };
+}
+
+/* One range call: through psplice_sync, or, for PS_WB_RAW, sync_file_range
+ * alone (no lock, no allocation, no fallback: async-signal-safe). */
+static int wb_range(struct psplice_wb *wb, int64_t off, int64_t len, unsigned int flags,
+		    enum psplice_sync_level *level)
+{
+	int r;
+
+	if (!(wb->flags & PS_WB_RAW))
+		return psplice_sync(wb->fd, off, len, flags, level) < 0 ? -errno : 0;
+	r = ps_sync_file_range(wb->fd, off, len, flags);
+	if (level)
+		*level = r < 0 ? PSPLICE_LEVEL_NONE : (flags & PSPLICE_SYNC_WAIT_AFTER) ?
+			PSPLICE_LEVEL_WRITTEN : PSPLICE_LEVEL_SUBMITTED;
+	return r;
 }
 
 static int fail(struct psplice_wb *wb, int err)
@@ -60,12 +69,14 @@ static int settle_prev(struct psplice_wb *wb)
 {
 	int64_t len = wb->prev_end - wb->prev_start;
 	enum psplice_sync_level level;
+	int r;
 
 	if (len <= 0)
 		return 0;
-	if (psplice_sync(wb->fd, wb->prev_start, len, PSPLICE_SYNC_WAIT_BEFORE |
-			 PSPLICE_SYNC_WRITE | PSPLICE_SYNC_WAIT_AFTER, &level) < 0)
-		return -errno;
+	r = wb_range(wb, wb->prev_start, len, PSPLICE_SYNC_WAIT_BEFORE |
+		     PSPLICE_SYNC_WRITE | PSPLICE_SYNC_WAIT_AFTER, &level);
+	if (r < 0)
+		return r;
 	if (wb->level < 0 || (int)level < wb->level)
 		wb->level = (int)level;
 	if (!(wb->flags & PSPLICE_WB_KEEP_CACHE))
@@ -79,8 +90,9 @@ static int submit(struct psplice_wb *wb, int64_t start, int64_t end)
 {
 	int r;
 
-	if (psplice_sync(wb->fd, start, end - start, PSPLICE_SYNC_WRITE, NULL) < 0)
-		return -errno;
+	r = wb_range(wb, start, end - start, PSPLICE_SYNC_WRITE, NULL);
+	if (r < 0)
+		return r;
 	r = settle_prev(wb);
 	wb->prev_start = start;
 	wb->prev_end = end;
@@ -114,7 +126,20 @@ int psplice_wb_wrote(struct psplice_wb *wb, int64_t offset, size_t len)
 int psplice_wb_finish(struct psplice_wb *wb, unsigned int sync_flags,
 		      enum psplice_sync_level *achieved)
 {
-	int r = 0, err;
+	int err = ps__wb_end(wb, sync_flags, achieved);
+
+	free(wb);
+	if (err) {
+		errno = err;
+		return -1;
+	}
+	return 0;
+}
+
+int ps__wb_end(struct psplice_wb *wb, unsigned int sync_flags,
+	       enum psplice_sync_level *achieved)
+{
+	int r = 0;
 
 	if (achieved)
 		*achieved = PSPLICE_LEVEL_NONE;
@@ -129,11 +154,5 @@ int psplice_wb_finish(struct psplice_wb *wb, unsigned int sync_flags,
 		wb->err = errno;
 	else if (!wb->err && !sync_flags && achieved && wb->level > 0)
 		*achieved = (enum psplice_sync_level)wb->level;
-	err = wb->err;
-	free(wb);
-	if (err) {
-		errno = err;
-		return -1;
-	}
-	return 0;
+	return wb->err;
 }

@@ -69,7 +69,7 @@ owns libpsplice-dev /usr/include/psplice.h $libdir/libpsplice.a $libdir/libpspli
 	$libdir/pkgconfig/psplice.pc /usr/share/man/man3/psplice.3.gz \
 	/usr/share/man/man3/psplice_copy.3.gz
 owns psplice /usr/bin/psplice /usr/share/man/man1/psplice.1.gz \
-	/usr/share/bash-completion/completions/psplice
+	/usr/share/bash-completion/completions/psplice $libdir/psplice/libpsplice-preload.so
 ok "ldconfig does not know libpsplice.so.0" sh -c 'ldconfig -p | grep -q "libpsplice\.so\.0 "'
 
 # A program built the way a user of libpsplice-dev builds one, run with no
@@ -114,6 +114,12 @@ ok "psplice --version does not say psplice $version" \
 	sh -c 'test "$(command -v psplice)" = /usr/bin/psplice &&
 		test "$(psplice --version)" = "psplice $1"' - "$version"
 ok "psplice cp fails" sh -c 'psplice cp "$1" "$2" && cmp "$1" "$2"' - "$tmp/data" "$tmp/cli.copy"
+# psplice exec finds the installed preload library, and a command runs with it.
+ok "psplice exec -- true fails" psplice exec -- true
+ok "psplice exec does not preload $libdir/psplice/libpsplice-preload.so" \
+	sh -c 'test "$(psplice exec -- printenv LD_PRELOAD)" = "$1"' - "$libdir/psplice/libpsplice-preload.so"
+ok "dd under psplice exec fails" sh -c 'psplice exec --min-size=0 -- dd if="$1" of="$2" bs=4k \
+	status=none && cmp "$1" "$2"' - "$tmp/data" "$tmp/exec.copy"
 if command -v man >/dev/null 2>&1; then
 	ok "man does not find psplice(1)" man -w 1 psplice
 	ok "man does not find psplice_copy(3)" man -w 3 psplice_copy

@@ -18,8 +18,11 @@ check)
 	want curl curl
 	want iperf3 iperf3
 	want python3 python3
-	# t_cli_relay_slow.sh counts the relay's read/write calls.
+	# t_cli_relay_slow.sh counts the relay's read/write calls; t_cli_exec.sh
+	# checks the preload library makes none of its own when off, and runs
+	# tar under psplice exec.
 	want strace strace
+	want tar tar
 	# t_cli_completion.sh drives the completion with bash-completion's helpers.
 	[ -r /usr/share/bash-completion/bash_completion ] || need="$need bash-completion"
 	# gcc's sanitizer runtimes come with gcc; make sure they are there.
@@ -30,6 +33,7 @@ check)
 bench)
 	# The peers psplice bench compares with.
 	want pv pv
+	want nocache nocache
 	want socat socat
 	want haproxy haproxy
 	want iperf3 iperf3

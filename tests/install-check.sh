@@ -35,7 +35,7 @@ fi
 # What make install must have put where.
 for f in include/psplice.h lib/libpsplice.a lib/pkgconfig/psplice.pc bin/psplice \
 	share/man/man1/psplice.1 share/man/man3/psplice.3 \
-	share/bash-completion/completions/psplice; do
+	share/bash-completion/completions/psplice lib/psplice/libpsplice-preload.so; do
 	ok "missing /usr/$f" test -s "$root/usr/$f"
 done
 soname=$(readelf -d "$lib/libpsplice.so" 2>/dev/null |
@@ -172,6 +172,16 @@ ok "installed psplice --version does not say $want" \
 	sh -c '"$1" --version | grep -qx "psplice $2"' - "$root/usr/bin/psplice" "$want"
 ok "installed psplice cp fails" sh -c '"$1" cp "$2" "$3" && cmp "$2" "$3"' - \
 	"$root/usr/bin/psplice" "$tmp/data" "$tmp/cli.copy"
+# The preload library exports the calls it interposes and nothing of the
+# library linked into it; psplice exec runs a command with it.
+preload=$root/usr/lib/psplice/libpsplice-preload.so
+ok "the preload library exports a psplice symbol" \
+	sh -c '! nm -D --defined-only "$1" | grep -q " psplice\| ps__"' - "$preload"
+ok "the preload library does not export write" \
+	sh -c 'nm -D --defined-only "$1" | grep -q " T write$"' - "$preload"
+ok "installed psplice exec fails" sh -c 'PSPLICE_PRELOAD="$2" "$1" exec -- dd if="$3" \
+	of="$4" status=none && cmp "$3" "$4"' - "$root/usr/bin/psplice" "$preload" \
+	"$tmp/data" "$tmp/exec.copy"
 
 # Every page renders without a warning, as man(1) finds it (where man-db is
 # installed); mandoc, where it is, lints them (.so pages only for errors:

@@ -92,7 +92,8 @@ for cmd in $cmds; do
 			optional_argument) echo "--$o"; echo "--$o=" ;;
 			esac
 		done)
-	short=$(sed -n 's/.*getopt_long(argc, argv, "\([^"]*\)".*/\1/p' "$src" |
+	# A leading + (stop at the first operand) is not an option.
+	short=$(sed -n 's/.*getopt_long(argc, argv, "+\{0,1\}\([^"]*\)".*/\1/p' "$src" |
 		tr -d : | sed 's/./-&\n/g')
 	[ -n "$long" ] || fail $LINENO "no option table found in $src"
 	want $LINENO "psplice $cmd -" $long $short --help --version
@@ -102,6 +103,9 @@ done
 # Enumerated values, after = or a blank.
 want $LINENO "psplice cp --sync=" none data full
 want $LINENO "psplice cp --sync d" data
+want $LINENO "psplice exec --sync=" data full
+# After --, the command is completed as a command, its words as its own.
+has $LINENO "psplice exec --read-behind -- tru" true
 want $LINENO "psplice cp -v --reflink=" auto always never
 want $LINENO "psplice cp --reflink=n" never
 want $LINENO "psplice cp --sparse=" auto always never
@@ -133,6 +137,7 @@ complete_line "psplice cp --syn"
 mkdir "$d/sub" "$d/sub2" && : >"$d/a.txt" && : >"$d/ab.img" && : >"$d/-dash" &&
 	: >"$d/sub/in" || exit 1
 want $LINENO "psplice cat $d/a" "$d/a.txt" "$d/ab.img"
+has $LINENO "psplice exec -- cat $d/a." "$d/a.txt"
 want $LINENO "psplice cat --verbose --offset 4K $d/ab" "$d/ab.img"
 want $LINENO "psplice cp -r $d/s" "$d/sub" "$d/sub2"
 want $LINENO "psplice cp $d/a.txt $d/sub/" "$d/sub/in"

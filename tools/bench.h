@@ -89,6 +89,9 @@ void bench_target_value(const char *what, double value, double goal, bool at_lea
 void bench_target_missing(const char *what, double goal, bool at_least,
 			  const char *why);
 
+/* The machine's Dirty + Writeback (/proc/meminfo), in bytes. */
+double bench_meminfo_dirty(void);
+
 /* Clocks. */
 double bench_now(void);          /* CLOCK_MONOTONIC, seconds */
 double bench_cpu_thread(void);   /* this thread's user+system CPU seconds */
@@ -132,5 +135,6 @@ void bench_relay(const struct bench_opts *o);
 void bench_scaling(const struct bench_opts *o);
 void bench_tee(const struct bench_opts *o);
 void bench_writebehind(const struct bench_opts *o);
+void bench_exec(const struct bench_opts *o);
 
 #endif

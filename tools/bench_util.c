@@ -408,3 +408,18 @@ out:
 	close(fd);
 	return 0;
 }
+
+double bench_meminfo_dirty(void)
+{
+	char line[256];
+	double kb = 0, v;
+	FILE *f = fopen("/proc/meminfo", "r");
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "Dirty: %lf", &v) == 1 || sscanf(line, "Writeback: %lf", &v) == 1)
+			kb += v;
+	fclose(f);
+	return kb * 1024;
+}

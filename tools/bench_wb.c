@@ -75,17 +75,7 @@ static void sleep_ms(int ms)
 /* Dirty + Writeback from /proc/meminfo, in MiB. */
 static double dirty_mib(void)
 {
-	char line[256];
-	double kb = 0, v;
-	FILE *f = fopen("/proc/meminfo", "r");
-
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "Dirty: %lf", &v) == 1 || sscanf(line, "Writeback: %lf", &v) == 1)
-			kb += v;
-	fclose(f);
-	return kb / 1024;
+	return bench_meminfo_dirty() / (1 << 20);
 }
 
 #ifndef __NR_cachestat

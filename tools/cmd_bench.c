@@ -45,6 +45,7 @@ static const struct group groups[] = {
 	{ "scaling", bench_scaling },
 	{ "tee", bench_tee },
 	{ "write-behind", bench_writebehind },
+	{ "exec", bench_exec },
 };
 #define N_GROUPS (sizeof(groups) / sizeof(groups[0]))
 
@@ -546,7 +547,7 @@ const struct cli_cmd cli_cmd_bench = {
 		"      --quick       a subset that runs in about a minute\n"
 		"      --only LIST   only these groups, comma-separated: mechanism,\n"
 		"                    per-call, cat, cp, relay, pressure, scaling, tee,\n"
-		"                    write-behind\n"
+		"                    write-behind, exec\n"
 		"      --dir DIR     scratch directory, on the filesystem to measure\n"
 		"                    (default: a new directory in /var/tmp, removed after)\n"
 		"      --out DIR     also write DIR/latest.csv, latest.svg and latest.txt\n"

@@ -30,6 +30,7 @@ struct cli_cmd {
 extern const struct cli_cmd cli_cmd_bench;
 extern const struct cli_cmd cli_cmd_cat;
 extern const struct cli_cmd cli_cmd_cp;
+extern const struct cli_cmd cli_cmd_exec;
 extern const struct cli_cmd cli_cmd_relay;
 extern const struct cli_cmd cli_cmd_sync;
 extern const struct cli_cmd cli_cmd_tee;

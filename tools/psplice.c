@@ -10,6 +10,7 @@ static const struct cli_cmd *const commands[] = {
 	&cli_cmd_bench,
 	&cli_cmd_cat,
 	&cli_cmd_cp,
+	&cli_cmd_exec,
 	&cli_cmd_relay,
 	&cli_cmd_sync,
 	&cli_cmd_tee,

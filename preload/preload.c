@@ -1,0 +1,441 @@
+/* The calls libpsplice-preload.so interposes. Each calls the real one
+ * first, with the program's own arguments, and returns exactly what it
+ * returned; the bookkeeping after it keeps errno. With PSPLICE_EXEC absent
+ * or not understood (pl_conf.on false) nothing else happens. Built without
+ * _FILE_OFFSET_BITS=64, so that both the off_t and the off64_t names can be
+ * defined. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/sendfile.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "preload.h"
+
+struct pl_real pl_real;
+
+/* glibc's fortified calls, which no header declares. */
+ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen);
+ssize_t __pread_chk(int fd, void *buf, size_t n, off_t off, size_t buflen);
+ssize_t __pread64_chk(int fd, void *buf, size_t n, off64_t off, size_t buflen);
+int __open_2(const char *path, int flags);
+int __open64_2(const char *path, int flags);
+int __openat_2(int dir, const char *path, int flags);
+int __openat64_2(int dir, const char *path, int flags);
+
+/* Resolved once at load; a call made before the constructor ran (from
+ * another library's constructor) resolves it then. */
+#define REAL(name) ({ \
+	if (!real_##name) \
+		real_##name = (__typeof__(real_##name))dlsym(RTLD_NEXT, #name); \
+	real_##name; })
+/* Every call interposed: its type, name and arguments. */
+#define CALLS(X) \
+	X(ssize_t, write, (int, const void *, size_t)) \
+	X(ssize_t, pwrite, (int, const void *, size_t, off_t)) \
+	X(ssize_t, pwrite64, (int, const void *, size_t, off64_t)) \
+	X(ssize_t, writev, (int, const struct iovec *, int)) \
+	X(ssize_t, pwritev, (int, const struct iovec *, int, off_t)) \
+	X(ssize_t, pwritev64, (int, const struct iovec *, int, off64_t)) \
+	X(ssize_t, pwritev2, (int, const struct iovec *, int, off_t, int)) \
+	X(ssize_t, pwritev64v2, (int, const struct iovec *, int, off64_t, int)) \
+	X(ssize_t, read, (int, void *, size_t)) \
+	X(ssize_t, __read_chk, (int, void *, size_t, size_t)) \
+	X(ssize_t, pread, (int, void *, size_t, off_t)) \
+	X(ssize_t, pread64, (int, void *, size_t, off64_t)) \
+	X(ssize_t, __pread_chk, (int, void *, size_t, off_t, size_t)) \
+	X(ssize_t, __pread64_chk, (int, void *, size_t, off64_t, size_t)) \
+	X(ssize_t, readv, (int, const struct iovec *, int)) \
+	X(ssize_t, preadv, (int, const struct iovec *, int, off_t)) \
+	X(ssize_t, preadv64, (int, const struct iovec *, int, off64_t)) \
+	X(ssize_t, preadv2, (int, const struct iovec *, int, off_t, int)) \
+	X(ssize_t, preadv64v2, (int, const struct iovec *, int, off64_t, int)) \
+	X(ssize_t, copy_file_range, (int, off64_t *, int, off64_t *, size_t, unsigned int)) \
+	X(ssize_t, sendfile, (int, int, off_t *, size_t)) \
+	X(ssize_t, sendfile64, (int, int, off64_t *, size_t)) \
+	X(ssize_t, splice, (int, off64_t *, int, off64_t *, size_t, unsigned int)) \
+	X(int, open, (const char *, int, ...)) \
+	X(int, open64, (const char *, int, ...)) \
+	X(int, openat, (int, const char *, int, ...)) \
+	X(int, openat64, (int, const char *, int, ...)) \
+	X(int, __open_2, (const char *, int)) \
+	X(int, __open64_2, (const char *, int)) \
+	X(int, __openat_2, (int, const char *, int)) \
+	X(int, __openat64_2, (int, const char *, int)) \
+	X(int, creat, (const char *, mode_t)) \
+	X(int, creat64, (const char *, mode_t)) \
+	X(int, close, (int)) \
+	X(int, dup2, (int, int)) \
+	X(int, dup3, (int, int, int)) \
+	X(int, fsync, (int)) \
+	X(int, fdatasync, (int))
+
+#define DECL(ret, name, args) static ret (*real_##name) args;
+CALLS(DECL)
+
+/* Where a call with an optional offset pointer started. */
+#define AT(p) ((p) ? (int64_t)*(p) : -1)
+
+/* After a write-side call; n is what the real call returned. */
+static ssize_t wrote(int fd, int64_t off, ssize_t n)
+{
+	if (pl_conf.on && n > 0)
+		pl_wrote(fd, off, n);
+	return n;
+}
+
+static void will_read(int fd)
+{
+	if (pl_conf.on && pl_conf.read_behind)
+		pl_will_read(fd);
+}
+
+static ssize_t was_read(int fd, int64_t off, ssize_t n)
+{
+	if (pl_conf.on && pl_conf.read_behind && n > 0)
+		pl_read(fd, off, n);
+	return n;
+}
+
+PL_EXPORT ssize_t write(int fd, const void *buf, size_t n)
+{
+	return wrote(fd, -1, REAL(write)(fd, buf, n));
+}
+
+PL_EXPORT ssize_t pwrite(int fd, const void *buf, size_t n, off_t off)
+{
+	return wrote(fd, off, REAL(pwrite)(fd, buf, n, off));
+}
+
+PL_EXPORT ssize_t pwrite64(int fd, const void *buf, size_t n, off64_t off)
+{
+	return wrote(fd, off, REAL(pwrite64)(fd, buf, n, off));
+}
+
+PL_EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt)
+{
+	return wrote(fd, -1, REAL(writev)(fd, iov, cnt));
+}
+
+PL_EXPORT ssize_t pwritev(int fd, const struct iovec *iov, int cnt, off_t off)
+{
+	return wrote(fd, off, REAL(pwritev)(fd, iov, cnt, off));
+}
+
+PL_EXPORT ssize_t pwritev64(int fd, const struct iovec *iov, int cnt, off64_t off)
+{
+	return wrote(fd, off, REAL(pwritev64)(fd, iov, cnt, off));
+}
+
+/* RWF_APPEND with an offset writes at the end and says nothing of where:
+ * that one call is not followed (O_APPEND files are, by their size). */
+static ssize_t wrote_v2(int fd, off64_t off, int flags, ssize_t n)
+{
+	if (off != -1 && (flags & RWF_APPEND))
+		return n;
+	return wrote(fd, off, n);
+}
+
+PL_EXPORT ssize_t pwritev2(int fd, const struct iovec *iov, int cnt, off_t off, int flags)
+{
+	return wrote_v2(fd, off, flags, REAL(pwritev2)(fd, iov, cnt, off, flags));
+}
+
+PL_EXPORT ssize_t pwritev64v2(int fd, const struct iovec *iov, int cnt, off64_t off, int flags)
+{
+	return wrote_v2(fd, off, flags, REAL(pwritev64v2)(fd, iov, cnt, off, flags));
+}
+
+PL_EXPORT ssize_t read(int fd, void *buf, size_t n)
+{
+	will_read(fd);
+	return was_read(fd, -1, REAL(read)(fd, buf, n));
+}
+
+/* _FORTIFY_SOURCE builds call these for buffers of known size. */
+PL_EXPORT ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen)
+{
+	will_read(fd);
+	return was_read(fd, -1, REAL(__read_chk)(fd, buf, n, buflen));
+}
+
+PL_EXPORT ssize_t pread(int fd, void *buf, size_t n, off_t off)
+{
+	will_read(fd);
+	return was_read(fd, off, REAL(pread)(fd, buf, n, off));
+}
+
+PL_EXPORT ssize_t pread64(int fd, void *buf, size_t n, off64_t off)
+{
+	will_read(fd);
+	return was_read(fd, off, REAL(pread64)(fd, buf, n, off));
+}
+
+PL_EXPORT ssize_t __pread_chk(int fd, void *buf, size_t n, off_t off, size_t buflen)
+{
+	will_read(fd);
+	return was_read(fd, off, REAL(__pread_chk)(fd, buf, n, off, buflen));
+}
+
+PL_EXPORT ssize_t __pread64_chk(int fd, void *buf, size_t n, off64_t off, size_t buflen)
+{
+	will_read(fd);
+	return was_read(fd, off, REAL(__pread64_chk)(fd, buf, n, off, buflen));
+}
+
+PL_EXPORT ssize_t readv(int fd, const struct iovec *iov, int cnt)
+{
+	will_read(fd);
+	return was_read(fd, -1, REAL(readv)(fd, iov, cnt));
+}
+
+PL_EXPORT ssize_t preadv(int fd, const struct iovec *iov, int cnt, off_t off)
+{
+	will_read(fd);
+	return was_read(fd, off, REAL(preadv)(fd, iov, cnt, off));
+}
+
+PL_EXPORT ssize_t preadv64(int fd, const struct iovec *iov, int cnt, off64_t off)
+{
+	will_read(fd);
+	return was_read(fd, off, REAL(preadv64)(fd, iov, cnt, off));
+}
+
+PL_EXPORT ssize_t preadv2(int fd, const struct iovec *iov, int cnt, off_t off, int flags)
+{
+	will_read(fd);
+	return was_read(fd, off, REAL(preadv2)(fd, iov, cnt, off, flags));
+}
+
+PL_EXPORT ssize_t preadv64v2(int fd, const struct iovec *iov, int cnt, off64_t off, int flags)
+{
+	will_read(fd);
+	return was_read(fd, off, REAL(preadv64v2)(fd, iov, cnt, off, flags));
+}
+
+/* The copy calls: the input side is a read, the output side a write. The
+ * offsets are taken before the call, which advances them. */
+static ssize_t moved(int in, int64_t off_in, int out, int64_t off_out, ssize_t n)
+{
+	was_read(in, off_in, n);
+	return wrote(out, off_out, n);
+}
+
+PL_EXPORT ssize_t copy_file_range(int in, off64_t *off_in, int out, off64_t *off_out,
+				  size_t len, unsigned int flags)
+{
+	int64_t a = AT(off_in), b = AT(off_out);
+
+	will_read(in);
+	return moved(in, a, out, b, REAL(copy_file_range)(in, off_in, out, off_out, len, flags));
+}
+
+PL_EXPORT ssize_t sendfile(int out, int in, off_t *off, size_t len)
+{
+	int64_t a = AT(off);
+
+	will_read(in);
+	return moved(in, a, out, -1, REAL(sendfile)(out, in, off, len));
+}
+
+PL_EXPORT ssize_t sendfile64(int out, int in, off64_t *off, size_t len)
+{
+	int64_t a = AT(off);
+
+	will_read(in);
+	return moved(in, a, out, -1, REAL(sendfile64)(out, in, off, len));
+}
+
+PL_EXPORT ssize_t splice(int in, off64_t *off_in, int out, off64_t *off_out, size_t len,
+			 unsigned int flags)
+{
+	int64_t a = AT(off_in), b = AT(off_out);
+
+	will_read(in);
+	return moved(in, a, out, b, REAL(splice)(in, off_in, out, off_out, len, flags));
+}
+
+/* An open: the fd number is new, whatever was skipped on it before. The
+ * mode is there only with O_CREAT or O_TMPFILE. */
+static int opened(int fd)
+{
+	if (pl_conf.on && fd >= 0)
+		pl_opened(fd);
+	return fd;
+}
+
+#define MODE(flags) ({ \
+	mode_t m_ = 0; \
+	va_list ap_; \
+	if ((flags) & O_CREAT || ((flags) & O_TMPFILE) == O_TMPFILE) { \
+		va_start(ap_, flags); \
+		m_ = (mode_t)va_arg(ap_, int); \
+		va_end(ap_); \
+	} \
+	m_; })
+
+PL_EXPORT int open(const char *path, int flags, ...)
+{
+	return opened(REAL(open)(path, flags, MODE(flags)));
+}
+
+PL_EXPORT int open64(const char *path, int flags, ...)
+{
+	return opened(REAL(open64)(path, flags, MODE(flags)));
+}
+
+PL_EXPORT int openat(int dir, const char *path, int flags, ...)
+{
+	return opened(REAL(openat)(dir, path, flags, MODE(flags)));
+}
+
+PL_EXPORT int openat64(int dir, const char *path, int flags, ...)
+{
+	return opened(REAL(openat64)(dir, path, flags, MODE(flags)));
+}
+
+PL_EXPORT int __open_2(const char *path, int flags)
+{
+	return opened(REAL(__open_2)(path, flags));
+}
+
+PL_EXPORT int __open64_2(const char *path, int flags)
+{
+	return opened(REAL(__open64_2)(path, flags));
+}
+
+PL_EXPORT int __openat_2(int dir, const char *path, int flags)
+{
+	return opened(REAL(__openat_2)(dir, path, flags));
+}
+
+PL_EXPORT int __openat64_2(int dir, const char *path, int flags)
+{
+	return opened(REAL(__openat64_2)(dir, path, flags));
+}
+
+PL_EXPORT int creat(const char *path, mode_t mode)
+{
+	return opened(REAL(creat)(path, mode));
+}
+
+PL_EXPORT int creat64(const char *path, mode_t mode)
+{
+	return opened(REAL(creat64)(path, mode));
+}
+
+PL_EXPORT int close(int fd)
+{
+	if (pl_conf.on)
+		pl_closing(fd);
+	return REAL(close)(fd);
+}
+
+/* dup2 and dup3 close the fd they replace. */
+PL_EXPORT int dup2(int old, int fd)
+{
+	if (pl_conf.on && old != fd)
+		pl_closing(fd);
+	return REAL(dup2)(old, fd);
+}
+
+PL_EXPORT int dup3(int old, int fd, int flags)
+{
+	if (pl_conf.on && old != fd)
+		pl_closing(fd);
+	return REAL(dup3)(old, fd, flags);
+}
+
+PL_EXPORT int fsync(int fd)
+{
+	int r = REAL(fsync)(fd);
+
+	return pl_conf.on ? pl_synced(fd, r) : r;
+}
+
+PL_EXPORT int fdatasync(int fd)
+{
+	int r = REAL(fdatasync)(fd);
+
+	return pl_conf.on ? pl_synced(fd, r) : r;
+}
+
+/* PSPLICE_EXEC=chunk=N,min=N,sync=none|data|full,read-behind=0|1,verbose=0|1
+ * (bytes, any order, each optional). 1 when understood. */
+static bool parse_num(const char *v, uint64_t *out)
+{
+	char *end;
+
+	if (*v < '0' || *v > '9')
+		return false;
+	errno = 0;
+	*out = strtoull(v, &end, 10);
+	return !errno && (*end == ',' || !*end);
+}
+
+static bool parse_one(const char *kv, struct pl_conf *c)
+{
+	const char *v = strchr(kv, '=');
+	size_t k = v ? (size_t)(v - kv) : 0;
+	uint64_t n;
+
+	if (!v++)
+		return false;
+	if (k == 4 && !strncmp(kv, "sync", k)) {
+		c->sync = !strncmp(v, "none", 4) ? PL_SYNC_NONE : !strncmp(v, "data", 4) ?
+			PL_SYNC_DATA : !strncmp(v, "full", 4) ? PL_SYNC_FULL : -1;
+		return c->sync >= 0 && (v[4] == ',' || !v[4]);
+	}
+	if (!parse_num(v, &n))
+		return false;
+	if (k == 5 && !strncmp(kv, "chunk", k) && n >= 4096 && n <= ((uint64_t)1 << 40))
+		c->chunk = n;
+	else if (k == 3 && !strncmp(kv, "min", k))
+		c->min_size = n;
+	else if (k == 11 && !strncmp(kv, "read-behind", k) && n <= 1)
+		c->read_behind = n;
+	else if (k == 7 && !strncmp(kv, "verbose", k) && n <= 1)
+		c->verbose = n;
+	else
+		return false;
+	return true;
+}
+
+int pl_parse(const char *env, struct pl_conf *c)
+{
+	const char *p;
+	int e = errno;
+
+	*c = (struct pl_conf){ .chunk = (uint64_t)8 << 20, .min_size = (uint64_t)8 << 20 };
+	for (p = env; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : "")
+		if (!parse_one(p, c))
+			break;
+	c->on = env && *env && !*p;
+	errno = e;
+	return c->on;
+}
+
+#define RESOLVE(ret, name, args) (void)REAL(name);
+
+/* Every real call is resolved here, once: dlsym may allocate, and a first
+ * call could come from a signal handler. */
+__attribute__((constructor)) static void load(void)
+{
+	CALLS(RESOLVE)
+	pl_real.write = REAL(write);
+	pl_real.close = REAL(close);
+	pl_real.fsync = REAL(fsync);
+	pl_real.fdatasync = REAL(fdatasync);
+	if (pl_real.write && pl_real.close && pl_real.fsync && pl_real.fdatasync)
+		pl_init();
+}
+
+__attribute__((destructor)) static void unload(void)
+{
+	if (pl_conf.on)
+		pl_fini();
+}

@@ -1,0 +1,551 @@
+/* The preload library's state: one slot per fd number, in one table mapped
+ * at load, so no call ever allocates with malloc (a signal handler may
+ * write). A slot is taken with a try-lock around the bookkeeping, never
+ * around the program's own call: a thread or signal handler that finds it
+ * taken passes through untouched. Each slot remembers which file it
+ * describes (device, inode, fork generation); a slot whose fd now names
+ * another file (closed by fclose or close_range, which do not come through
+ * here) starts afresh. Every step is a system call: async-signal-safe. */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "preload.h"
+#include "sys.h"
+
+#define PL_NSLOT 65536           /* fds past this pass through */
+#define PL_BITMAP_MAX ((size_t)64 << 20) /* pages of files past 2 TiB: left alone */
+
+enum { W_UNKNOWN, W_IGNORED, W_WRITER };
+enum { R_UNKNOWN, R_IGNORED, R_READER };
+
+struct slot {
+	atomic_int busy;
+	atomic_uint rgen;       /* generation + 1 once the reader side is known */
+	atomic_uint skip;       /* generation + 1: nothing to follow on this fd
+	                           (a pipe, a socket, a small file read) until it
+	                           is closed or opened again */
+	unsigned int gen;
+	dev_t dev;
+	ino_t ino;
+	int wstate, rstate;
+	bool append, paced;
+	bool big;               /* reached the minimum size: synced by --sync */
+	int err;                /* a writeback error the program has not seen */
+	int64_t wfirst, wend;   /* what was written, forward only */
+	int64_t sampled;        /* wend at the last cachestat, -v */
+	struct psplice_wb wb;
+	int64_t rlo, rhi, rdone; /* first read, highest end, dropped up to */
+	int64_t rsize;          /* the size when the reading began */
+	uint8_t *before;        /* page cached before the first read (bit set);
+	                           NULL: none was */
+	size_t before_len;
+};
+
+struct pl_conf pl_conf;
+static struct slot *slots;
+static unsigned int gen;
+static atomic_int hiwater = -1;
+static int64_t page;
+static int errfd = 2;  /* -v: stderr as it was at load (programs close it at exit) */
+static atomic_ullong st_files, st_bytes, st_peak, st_dropped, st_errors;
+
+static bool is_wb_error(int err)
+{
+	return err == EIO || err == ENOSPC || err == EDQUOT;
+}
+
+static void put(struct slot *s)
+{
+	atomic_store_explicit(&s->busy, 0, memory_order_release);
+}
+
+static void forget_reader(struct slot *s)
+{
+	if (s->before)
+		munmap(s->before, s->before_len);
+	s->before = NULL;
+	s->rstate = R_UNKNOWN;
+}
+
+static void reset(struct slot *s, const struct stat *st)
+{
+	forget_reader(s);
+	*s = (struct slot){ .busy = 1, .gen = gen, .dev = st->st_dev, .ino = st->st_ino };
+}
+
+static void raise_hiwater(int fd)
+{
+	int h = atomic_load_explicit(&hiwater, memory_order_relaxed);
+
+	while (fd > h && !atomic_compare_exchange_weak(&hiwater, &h, fd))
+		;
+}
+
+/* The slot of fd, taken, for the file fd names now; NULL: pass through. */
+static struct slot *get(int fd, struct stat *st)
+{
+	struct slot *s;
+
+	if (!slots || fd < 0 || fd >= PL_NSLOT)
+		return NULL;
+	s = &slots[fd];
+	if (atomic_exchange_explicit(&s->busy, 1, memory_order_acquire))
+		return NULL;
+	raise_hiwater(fd);
+	if (fstat(fd, st) < 0) {
+		put(s);
+		return NULL;
+	}
+	if (s->gen != gen || s->dev != st->st_dev || s->ino != st->st_ino)
+		reset(s, st);
+	return s;
+}
+
+static bool skipped(int fd)
+{
+	return slots && fd >= 0 && fd < PL_NSLOT &&
+	       atomic_load_explicit(&slots[fd].skip, memory_order_relaxed) == gen + 1;
+}
+
+void pl_opened(int fd)
+{
+	if (skipped(fd))
+		atomic_store_explicit(&slots[fd].skip, 0, memory_order_relaxed);
+}
+
+/* fn on the slot of fd, when it can be taken, with errno kept. A skipped
+ * fd costs one load: not even an fstat. */
+typedef void slot_fn(struct slot *s, int fd, const struct stat *st, int64_t off, int64_t n);
+static void on_slot(int fd, slot_fn *fn, int64_t off, int64_t n)
+{
+	int e;
+	struct slot *s;
+	struct stat st;
+
+	if (skipped(fd))
+		return;
+	e = errno;
+	s = get(fd, &st);
+	if (s) {
+		fn(s, fd, &st, off, n);
+		put(s);
+	}
+	errno = e;
+}
+
+static void add_max(atomic_ullong *v, unsigned long long x)
+{
+	unsigned long long old = atomic_load(v);
+
+	while (x > old && !atomic_compare_exchange_weak(v, &old, x))
+		;
+}
+
+static void count_error(int fd, int err)
+{
+	char msg[160];
+	int n;
+
+	atomic_fetch_add(&st_errors, 1);
+	n = snprintf(msg, sizeof(msg), "psplice exec: fd %d: writeback error: %s\n",
+		     fd, strerrordesc_np(err) ? strerrordesc_np(err) : "?");
+	if (n > 0)
+		(void)!pl_real.write(errfd, msg, (size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg) - 1);
+}
+
+/* Write side ----------------------------------------------------------- */
+
+static void classify_writer(struct slot *s, int fd, const struct stat *st)
+{
+	int fl = fcntl(fd, F_GETFL);
+
+	/* O_DIRECT writes bypass the page cache: nothing to bound. */
+	s->wstate = W_IGNORED;
+	if (S_ISREG(st->st_mode) && fl >= 0 && !(fl & O_DIRECT) &&
+	    (fl & O_ACCMODE) != O_RDONLY) {
+		s->wstate = W_WRITER;
+		s->append = fl & O_APPEND;
+		s->wfirst = -1;
+	}
+}
+
+/* Write-behind failed: stop pacing; a writeback error the wait took from
+ * the file description is kept for the program's fsync. */
+static void stop_pacing(struct slot *s, int err)
+{
+	s->paced = false;
+	s->wstate = W_IGNORED;
+	if (is_wb_error(err))
+		s->err = err;
+}
+
+static void sample(struct slot *s, int fd)
+{
+	struct ps_cachestat cs;
+
+	if (!pl_conf.verbose || s->wend - s->sampled < (int64_t)pl_conf.chunk / 2)
+		return;
+	s->sampled = s->wend;
+	if (ps_cachestat(fd, 0, 0, &cs) == 0)
+		add_max(&st_peak, (cs.dirty + cs.writeback) * (uint64_t)page);
+}
+
+static void feed(struct slot *s, int fd, int64_t off, int64_t len)
+{
+	atomic_fetch_add(&st_bytes, (unsigned long long)len);
+	if (psplice_wb_wrote(&s->wb, off, (size_t)len) < 0)
+		stop_pacing(s, errno);
+	else
+		sample(s, fd);
+}
+
+/* Writes that go forward are paced once the file passes the minimum size;
+ * a write that goes back (a header rewritten, a database) ends pacing. */
+static void wrote(struct slot *s, int fd, int64_t off, int64_t n)
+{
+	if (s->wfirst < 0) {
+		s->wfirst = off;
+	} else if (off < s->wend) {
+		if (s->paced)
+			stop_pacing(s, ps__wb_end(&s->wb, 0, NULL));
+		s->wstate = W_IGNORED;
+		return;
+	}
+	s->wend = off + n;
+	if (s->paced) {
+		feed(s, fd, off, n);
+	} else if ((uint64_t)(s->wend - s->wfirst) >= pl_conf.min_size) {
+		ps__wb_init(&s->wb, fd, pl_conf.chunk, PS_WB_RAW);
+		s->paced = s->big = true;
+		atomic_fetch_add(&st_files, 1);
+		feed(s, fd, s->wfirst, s->wend - s->wfirst);
+	}
+}
+
+static void classify(struct slot *s, int fd, const struct stat *st);
+
+static void write_step(struct slot *s, int fd, const struct stat *st, int64_t off, int64_t n)
+{
+	classify(s, fd, st);
+	if (s->wstate != W_WRITER)
+		return;
+	/* O_APPEND writes land at the end whatever the offset said. */
+	if (s->append)
+		off = st->st_size - n;
+	else if (off < 0)
+		off = lseek(fd, 0, SEEK_CUR) - n;
+	if (off >= 0)
+		wrote(s, fd, off, n);
+}
+
+void pl_wrote(int fd, int64_t off, ssize_t n)
+{
+	on_slot(fd, write_step, off, n);
+}
+
+/* Close: settle what is in flight and drop it; with --sync, make a file
+ * that reached the minimum size durable (paced to the end or not). */
+static void finish_writer(struct slot *s, int fd)
+{
+	int err, r;
+
+	if (s->paced) {
+		err = ps__wb_end(&s->wb, 0, NULL);
+		if (err)
+			stop_pacing(s, err);
+		s->paced = false;
+	}
+	if (s->big && pl_conf.sync != PL_SYNC_NONE) {
+		r = pl_conf.sync == PL_SYNC_FULL ? pl_real.fsync(fd) : pl_real.fdatasync(fd);
+		/* The first error is the one told. */
+		if (r < 0 && is_wb_error(errno) && !s->err)
+			s->err = errno;
+	}
+	if (s->err)
+		count_error(fd, s->err);
+	s->err = 0;
+	s->big = false;
+	s->wstate = W_UNKNOWN;
+}
+
+int pl_synced(int fd, int r)
+{
+	int e = errno;
+	struct slot *s;
+	struct stat st;
+
+	s = get(fd, &st);
+	if (s) {
+		if (s->err && r == 0) {
+			e = s->err;
+			r = -1;
+		}
+		if (r < 0)
+			s->err = 0;
+		put(s);
+	}
+	errno = e;
+	return r;
+}
+
+/* Read side ------------------------------------------------------------ */
+
+static bool bit(const struct slot *s, int64_t pg)
+{
+	return s->before[pg / 8] & (1u << (pg % 8));
+}
+
+/* Which pages were cached before the first read: whole blocks when
+ * cachestat says none or all of a block is, page by page otherwise. */
+static int snapshot(struct slot *s, int fd, int64_t pages)
+{
+	const int64_t blk = 256;
+	struct ps_cachestat cs, pc;
+	int64_t b, p, n;
+
+	s->before_len = (size_t)((pages + 7) / 8 + page - 1) / (size_t)page * (size_t)page;
+	if (s->before_len > PL_BITMAP_MAX)
+		return -1;
+	s->before = mmap(NULL, s->before_len, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (s->before == MAP_FAILED) {
+		s->before = NULL;
+		return -1;
+	}
+	for (b = 0; b < pages; b += blk) {
+		n = pages - b < blk ? pages - b : blk;
+		if (ps_cachestat(fd, (uint64_t)(b * page), (uint64_t)(n * page), &cs) < 0)
+			return -1;
+		for (p = b; p < b + n && cs.cache; p++)
+			if (cs.cache == (uint64_t)n ||
+			    (ps_cachestat(fd, (uint64_t)(p * page), (uint64_t)page, &pc) == 0 &&
+			     pc.cache))
+				s->before[p / 8] |= (uint8_t)(1u << (p % 8));
+	}
+	return 0;
+}
+
+static void classify_reader(struct slot *s, int fd, const struct stat *st)
+{
+	int fl = fcntl(fd, F_GETFL);
+	struct ps_cachestat cs;
+
+	s->rstate = R_IGNORED;
+	if (!S_ISREG(st->st_mode) || fl < 0 || (fl & O_DIRECT) ||
+	    (fl & O_ACCMODE) == O_WRONLY || st->st_size <= 0 ||
+	    (uint64_t)st->st_size < pl_conf.min_size)
+		return;
+	if (ps_cachestat(fd, 0, 0, &cs) < 0)
+		return;
+	if (cs.cache && snapshot(s, fd, (st->st_size + page - 1) / page) < 0) {
+		forget_reader(s);
+		s->rstate = R_IGNORED;
+		return;
+	}
+	s->rstate = R_READER;
+	s->rsize = st->st_size;
+	s->rlo = -1;
+}
+
+/* Both sides are judged at the first call that sees fd; an fd with nothing
+ * to follow on either side is skipped from then on. */
+static void classify(struct slot *s, int fd, const struct stat *st)
+{
+	if (s->wstate == W_UNKNOWN)
+		classify_writer(s, fd, st);
+	if (pl_conf.read_behind && s->rstate == R_UNKNOWN) {
+		classify_reader(s, fd, st);
+		atomic_store_explicit(&s->rgen, gen + 1, memory_order_relaxed);
+	}
+	if (s->wstate == W_IGNORED && (!pl_conf.read_behind || s->rstate == R_IGNORED))
+		atomic_store_explicit(&s->skip, gen + 1, memory_order_relaxed);
+}
+
+static void read_first(struct slot *s, int fd, const struct stat *st, int64_t off, int64_t n)
+{
+	(void)off, (void)n;
+	classify(s, fd, st);
+}
+
+/* The first read of a file is seen before it is made; later ones skip
+ * even the fstat. */
+void pl_will_read(int fd)
+{
+	if (fd >= 0 && fd < PL_NSLOT && slots &&
+	    atomic_load_explicit(&slots[fd].rgen, memory_order_relaxed) != gen + 1)
+		on_slot(fd, read_first, 0, 0);
+}
+
+static void advise(int fd, int64_t a, int64_t b)
+{
+	if (b > a && posix_fadvise(fd, a, b - a, POSIX_FADV_DONTNEED) == 0)
+		atomic_fetch_add(&st_dropped, (unsigned long long)(b - a));
+}
+
+/* Drop the pages of [a, b) that were not cached before the first read;
+ * pages past the size it had then are another writer's. */
+static void drop(struct slot *s, int fd, int64_t a, int64_t b)
+{
+	int64_t p, q, end;
+
+	end = (s->rsize + page - 1) / page;
+	b = (b + page - 1) / page < end ? (b + page - 1) / page : end;
+	a /= page;
+	if (!s->before) {
+		advise(fd, a * page, b * page);
+		return;
+	}
+	for (p = a; p < b; p = q) {
+		while (p < b && bit(s, p))
+			p++;
+		for (q = p; q < b && !bit(s, q); q++)
+			;
+		advise(fd, p * page, q * page);
+	}
+}
+
+static void was_read(struct slot *s, int fd, int64_t off, int64_t n)
+{
+	int64_t to;
+
+	if (s->rlo < 0) {
+		s->rlo = off;
+		s->rdone = off / page * page;
+	} else if (off < s->rdone) {
+		/* Read again: not a read-once reader; what is cached stays. */
+		s->rstate = R_IGNORED;
+		return;
+	}
+	if (off + n > s->rhi)
+		s->rhi = off + n;
+	to = s->rhi / page * page;
+	if (to - s->rdone >= (int64_t)pl_conf.chunk) {
+		drop(s, fd, s->rdone, to);
+		s->rdone = to;
+	}
+}
+
+static void read_step(struct slot *s, int fd, const struct stat *st, int64_t off, int64_t n)
+{
+	(void)st;
+	if (s->rstate == R_READER) {
+		if (off < 0)
+			off = lseek(fd, 0, SEEK_CUR) - n;
+		if (off >= 0)
+			was_read(s, fd, off, n);
+	} else if (s->rstate == R_UNKNOWN) {
+		/* fd names a file whose first read was not seen. */
+		s->rstate = R_IGNORED;
+	}
+}
+
+void pl_read(int fd, int64_t off, ssize_t n)
+{
+	on_slot(fd, read_step, off, n);
+}
+
+static void finish_reader(struct slot *s, int fd)
+{
+	if (s->rstate == R_READER && s->rlo >= 0)
+		drop(s, fd, s->rdone, s->rsize);
+	forget_reader(s);
+	atomic_store_explicit(&s->rgen, 0, memory_order_relaxed);
+}
+
+static void finish(struct slot *s, int fd, const struct stat *st, int64_t off, int64_t n)
+{
+	(void)st, (void)off, (void)n;
+	finish_writer(s, fd);
+	finish_reader(s, fd);
+}
+
+void pl_closing(int fd)
+{
+	if (skipped(fd))
+		pl_opened(fd);
+	else
+		on_slot(fd, finish, 0, 0);
+}
+
+/* Load, fork, exit ----------------------------------------------------- */
+
+/* The child starts afresh: a slot of an older generation is reset on first
+ * use, and a slot another thread held at fork is free again. */
+static void in_child(void)
+{
+	int fd, h = atomic_load(&hiwater);
+
+	gen++;
+	for (fd = 0; fd <= h; fd++) {
+		atomic_store(&slots[fd].busy, 0);
+		atomic_store(&slots[fd].rgen, 0);
+	}
+	atomic_store(&st_files, 0);
+	atomic_store(&st_bytes, 0);
+	atomic_store(&st_peak, 0);
+	atomic_store(&st_dropped, 0);
+	atomic_store(&st_errors, 0);
+}
+
+void pl_init(void)
+{
+	void *m;
+
+	if (!pl_parse(getenv("PSPLICE_EXEC"), &pl_conf))
+		return;
+	page = sysconf(_SC_PAGESIZE);
+	m = mmap(NULL, PL_NSLOT * sizeof(struct slot), PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (m == MAP_FAILED || pthread_atfork(NULL, NULL, in_child) != 0) {
+		pl_conf.on = false;
+		return;
+	}
+	slots = m;
+	/* A number far from those a program expects the next open to get. */
+	if (pl_conf.verbose && (errfd = fcntl(2, F_DUPFD_CLOEXEC, 512)) < 0)
+		errfd = 2;
+}
+
+static void summary(void)
+{
+	char msg[256];
+	int n;
+
+	if (!atomic_load(&st_files) && !atomic_load(&st_dropped) && !atomic_load(&st_errors))
+		return;
+	n = snprintf(msg, sizeof(msg), "psplice exec: pid %d: paced %llu file%s, %llu MiB "
+		     "written, peak dirty+writeback %llu MiB; read-behind dropped %llu MiB; "
+		     "%llu writeback error%s\n", (int)getpid(),
+		     (unsigned long long)atomic_load(&st_files),
+		     atomic_load(&st_files) == 1 ? "" : "s",
+		     (unsigned long long)(atomic_load(&st_bytes) >> 20),
+		     (unsigned long long)(atomic_load(&st_peak) >> 20),
+		     (unsigned long long)(atomic_load(&st_dropped) >> 20),
+		     (unsigned long long)atomic_load(&st_errors),
+		     atomic_load(&st_errors) == 1 ? "" : "s");
+	if (n > 0)
+		(void)!pl_real.write(errfd, msg, (size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg) - 1);
+}
+
+/* At exit, files still open are settled as a close would. */
+void pl_fini(void)
+{
+	int fd, h;
+
+	if (!slots)
+		return;
+	h = atomic_load(&hiwater);
+	for (fd = 0; fd <= h; fd++)
+		pl_closing(fd);
+	if (pl_conf.verbose)
+		summary();
+}

@@ -1,0 +1,153 @@
+#!/bin/sh
+# psplice exec: real programs (dd, cp, tar, python) under the preload
+# library write the same bytes and exit the same way as without it; the
+# file's own dirty+writeback pages stay bounded while it is written and its
+# pages are gone from the cache after; pages another process had cached
+# stay cached under --read-behind, and pages the command brought in do not;
+# a failing write (a full tmpfs) fails with the same message and status;
+# children (sh -c) are covered; without the configuration nothing happens.
+[ -z "${BASH_VERSION:-}" ] && command -v bash >/dev/null && exec bash "$0" "$@"
+name=t_cli_exec; . "$(dirname "$0")/cli-lib.sh"
+top=$(cd "$(dirname "$0")/.." && pwd)
+lib=$(dirname "$P")/libpsplice-preload.so
+cs() { python3 "$top/tests/cachestat.py" "$@"; }
+[ -r "$lib" ] || fail $LINENO "$lib is not built"
+python3 -c 'import ctypes' 2>/dev/null || { skip "python3 with ctypes is not installed"; exit 77; }
+cs /dev/null >/dev/null; [ $? -eq 77 ] && { skip "cachestat(2) needs Linux 6.5"; exit 77; }
+M=1048576
+# cached FILE: the bytes of FILE in the page cache
+cached() { cs "$1" | cut -d' ' -f1; }
+# below LINE WHAT BYTES LIMIT
+below() { [ "$3" -le "$4" ] || fail "$1" "$2: $3 bytes, want at most $4"; }
+
+# Exit status: the command's own; 127 not found, 126 not runnable.
+$P exec -- sh -c 'exit 7'; rc=$?; rc_is $LINENO 7
+$P exec -- false; rc=$?; rc_is $LINENO 1
+$P exec -- ./no-such-command 2>err; rc=$?; rc_is $LINENO 127
+err_is $LINENO "psplice: cannot run './no-such-command': No such file or directory"
+$P exec 2>err; rc=$?; rc_is $LINENO 1
+$P exec --sync=sometimes -- true 2>/dev/null; rc=$?; rc_is $LINENO 1
+PSPLICE_PRELOAD=$d/none.so $P exec -- true 2>err; rc=$?; rc_is $LINENO 125
+# The environment the command sees; an LD_PRELOAD there is kept, first.
+is $LINENO "/x.so:$lib" "$(LD_PRELOAD=/x.so $P exec -- sh -c 'echo "$LD_PRELOAD"' 2>/dev/null)"
+is $LINENO "chunk=1048576,min=0,sync=data,read-behind=1,verbose=0" \
+	"$($P exec --chunk=1M --min-size=0 --sync=data --read-behind -- printenv PSPLICE_EXEC)"
+
+# dd of 256 MiB: the same bytes; while it ran, the file's dirty+writeback
+# pages (sampled every 10 ms) stayed within a few 8 MiB chunks, and after,
+# its pages are out of the cache, where plain dd leaves them all.
+head -c $((M + 12345)) /dev/urandom >seed
+for i in 1 2 3 4 5 6 7 8; do cat seed seed seed seed; done >src.1
+for i in 1 2 3 4 5 6 7 8; do cat src.1; done >src && rm src.1
+dd if=src of=plain bs=1M status=none; rc=$?; rc_is $LINENO 0
+peak=$(cs --watch paced -- $P exec -- dd if=src of=paced bs=1M status=none); rc=$?
+rc_is $LINENO 0
+below $LINENO "peak dirty+writeback of dd's file" "$peak" $((32 * M))
+below $LINENO "pages of dd's file cached after" "$(cached paced)" $((16 * M))
+same $LINENO plain paced
+[ "$(cached plain)" -ge $((200 * M)) ] || skip "plain dd's file was not cached (memory pressure?)"
+
+# cp (copy_file_range or read/write, as cp chooses) and tar xf.
+rm -f paced
+$P exec -- cp src copy; rc=$?; rc_is $LINENO 0
+below $LINENO "pages of cp's copy cached after" "$(cached copy)" $((16 * M))
+same $LINENO src copy
+mkdir tree out && cp src tree/big && cp seed tree/small && echo x >tree/tiny &&
+	tar cf tree.tar tree || fail $LINENO "cannot make tree.tar"
+rm -f copy
+$P exec -- tar xf tree.tar -C out; rc=$?; rc_is $LINENO 0
+below $LINENO "pages of tar's big file cached after" "$(cached out/tree/big)" $((16 * M))
+diff -r tree out/tree || fail $LINENO "tar xf under psplice exec changed the tree"
+rm -rf out tree tree.tar
+
+# python: os.write in 1 MiB pieces is paced; a file written through mmap
+# passes through, the same bytes either way.
+cat >w.py <<'EOF'
+import mmap, os, sys
+data = open("seed", "rb").read()
+fd = os.open("py.out", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+for i in range(24):
+    os.write(fd, data)
+os.close(fd)
+with open("py.map", "w+b") as f:
+    f.truncate(len(data) * 4)
+    m = mmap.mmap(f.fileno(), len(data) * 4)
+    for i in range(4):
+        m[i * len(data):(i + 1) * len(data)] = data
+    m.close()
+EOF
+$P exec -- python3 w.py; rc=$?; rc_is $LINENO 0
+below $LINENO "pages of python's os.write file cached after" "$(cached py.out)" $((16 * M))
+for i in $(seq 24); do cat seed; done >want.out
+same $LINENO want.out py.out
+cat seed seed seed seed >want.map
+same $LINENO want.map py.map
+rm -f want.out py.out want.map py.map
+
+# Children: sh -c runs two dd; each is paced (-v: one summary each).
+$P exec -v -- sh -c 'dd if=src of=c1 bs=1M status=none && dd if=src of=c2 bs=256k status=none' \
+	2>err; rc=$?; rc_is $LINENO 0
+is $LINENO 2 "$(grep -c 'paced 1 file, 259 MiB written' err)"
+below $LINENO "pages of the first child's file" "$(cached c1)" $((16 * M))
+below $LINENO "pages of the second child's file" "$(cached c2)" $((16 * M))
+same $LINENO src c1
+same $LINENO src c2
+rm -f c1 c2
+
+# --read-behind: a file another process had cached stays fully cached; a
+# file that was not cached is dropped after it was read; one cached in part
+# keeps exactly its cached part.
+cat plain >/dev/null
+before=$(cached plain)
+$P exec --read-behind -- cat plain >/dev/null; rc=$?; rc_is $LINENO 0
+is $LINENO "$before" "$(cached plain)"
+$P exec --read-behind -- dd if=src of=/dev/null bs=1M status=none; rc=$?; rc_is $LINENO 0
+dd if=/dev/null of=src oflag=sync conv=notrunc,fsync status=none
+python3 -c 'import os; fd = os.open("src", os.O_RDONLY); os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)'
+below $LINENO "src cached before the read-behind run" "$(cached src)" $((1 * M))
+$P exec --read-behind -- cat src >/dev/null; rc=$?; rc_is $LINENO 0
+below $LINENO "pages of src cached after cat --read-behind" "$(cached src)" $((1 * M))
+python3 -c 'import os; fd = os.open("src", os.O_RDONLY); os.pread(fd, 8 << 20, 64 << 20)'
+part=$(cached src)
+[ "$part" -ge $((8 * M)) ] || fail $LINENO "the 8 MiB read is not cached ($part)"
+$P exec --read-behind -- dd if=src of=/dev/null bs=64k status=none; rc=$?; rc_is $LINENO 0
+is $LINENO "$part" "$(cached src)"
+
+# A full filesystem: the same message and status with and without.
+if [ "$(id -u)" = 0 ] && mkdir full && mount -t tmpfs -o size=1m tmpfs full 2>/dev/null; then
+	cli_cleanup() { umount "$d/full" 2>/dev/null; }
+	dd if=src of=full/a bs=64k count=40 2>want; want_rc=$?
+	rm -f full/a
+	$P exec --min-size=0 --chunk=64K -- dd if=src of=full/a bs=64k count=40 2>err; rc=$?
+	rc_is $LINENO "$want_rc"
+	[ "$want_rc" -ne 0 ] || fail $LINENO "dd onto a full tmpfs succeeded"
+	# dd's statistics carry times; the records and the error must match.
+	grep -v copied want >want.1 && grep -v copied err >err.1
+	same $LINENO want.1 err.1
+	grep -q 'No space left on device' err || fail $LINENO "dd's error: $(cat err)"
+	umount full && cli_cleanup() { :; }
+else
+	skip "full-filesystem check needs root and a tmpfs mount"
+fi
+
+# Off means off: the library without PSPLICE_EXEC, or with one it does not
+# understand, makes no call of its own; --sync=data syncs large files and
+# leaves small ones alone.
+if command -v strace >/dev/null; then
+	calls='trace=fadvise64,sync_file_range,fdatasync,fsync'
+	for env in "" "PSPLICE_EXEC=chunk=1M,bogus=1" "PSPLICE_EXEC=chunk=0"; do
+		env $env LD_PRELOAD="$lib" strace -f -qq -e "$calls" -o trace \
+			dd if=src of=off bs=1M status=none || fail $LINENO "dd failed ($env)"
+		[ ! -s trace ] || fail $LINENO "'$env': calls made: $(head -3 trace)"
+	done
+	same $LINENO src off
+	rm -f off
+	strace -f -qq -e "$calls" -o trace $P exec --sync=data -- sh -c \
+		'dd if=src of=big bs=1M status=none; for i in 1 2 3 4 5; do echo $i >small$i; done' ||
+		fail $LINENO "sh failed under strace"
+	grep -q sync_file_range trace || fail $LINENO "no sync_file_range under psplice exec"
+	is $LINENO 1 "$(grep -c 'fdatasync(' trace)"
+else
+	skip "strace is not installed"
+fi
+exit 0

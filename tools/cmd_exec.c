@@ -1,0 +1,157 @@
+/* psplice exec: run a command with libpsplice-preload.so, which keeps the
+ * dirty pages of each large file it writes bounded (write-behind) and, on
+ * request, drops the pages it read once that were not cached before. The
+ * options reach the library through PSPLICE_EXEC; exec replaces psplice, so
+ * the command's exit status is psplice's. */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common.h"
+
+#ifndef PSPLICE_PRELOAD_PATH
+#define PSPLICE_PRELOAD_PATH "/usr/local/lib/psplice/libpsplice-preload.so"
+#endif
+#define PRELOAD_NAME "libpsplice-preload.so"
+
+enum { OPT_CHUNK = 0x200, OPT_MIN_SIZE, OPT_SYNC, OPT_READ_BEHIND };
+
+static const struct option longopts[] = {
+	{ "chunk", required_argument, NULL, OPT_CHUNK },
+	{ "min-size", required_argument, NULL, OPT_MIN_SIZE },
+	{ "sync", required_argument, NULL, OPT_SYNC },
+	{ "read-behind", no_argument, NULL, OPT_READ_BEHIND },
+	{ "verbose", no_argument, NULL, 'v' },
+	CLI_COMMON_LONGOPTS
+};
+
+struct exec_opts {
+	int64_t chunk, min_size;
+	const char *sync;
+	bool read_behind, verbose;
+};
+
+/* The library: $PSPLICE_PRELOAD, else next to this program (the build
+ * tree), else where make install put it. */
+static const char *find_preload(char *buf, size_t n)
+{
+	const char *env = getenv("PSPLICE_PRELOAD");
+	ssize_t len;
+	char *slash;
+
+	if (env && *env)
+		return env;
+	len = readlink("/proc/self/exe", buf, n - sizeof(PRELOAD_NAME));
+	if (len > 0) {
+		buf[len] = '\0';
+		slash = strrchr(buf, '/');
+		if (slash) {
+			strcpy(slash + 1, PRELOAD_NAME);
+			if (access(buf, R_OK) == 0)
+				return buf;
+		}
+	}
+	return PSPLICE_PRELOAD_PATH;
+}
+
+/* LD_PRELOAD with the library added after what is there already. */
+static int set_preload(const char *lib)
+{
+	const char *old = getenv("LD_PRELOAD");
+	char *v;
+	int r;
+
+	if (!old || !*old)
+		return setenv("LD_PRELOAD", lib, 1);
+	if (asprintf(&v, "%s:%s", old, lib) < 0)
+		return -1;
+	r = setenv("LD_PRELOAD", v, 1);
+	free(v);
+	return r;
+}
+
+static void parse(const struct cli_cmd *cmd, int argc, char **argv, struct exec_opts *o)
+{
+	int c;
+
+	while ((c = getopt_long(argc, argv, "+v", longopts, NULL)) != -1) {
+		switch (c) {
+		case OPT_CHUNK:
+			o->chunk = cli_parse_size(optarg);
+			if (o->chunk < 4096 || o->chunk > ((int64_t)1 << 40))
+				cli_usage_error(cmd, "invalid chunk size %s (4K to 1T)",
+						cli_quote(optarg));
+			break;
+		case OPT_MIN_SIZE:
+			o->min_size = cli_parse_size(optarg);
+			if (o->min_size < 0)
+				cli_usage_error(cmd, "invalid size %s", cli_quote(optarg));
+			break;
+		case OPT_SYNC:
+			if (strcmp(optarg, "data") && strcmp(optarg, "full"))
+				cli_usage_error(cmd, "invalid --sync %s (data or full)",
+						cli_quote(optarg));
+			o->sync = optarg;
+			break;
+		case OPT_READ_BEHIND: o->read_behind = true; break;
+		case 'v': o->verbose = true; break;
+		default: cli_common_option(cmd, c);
+		}
+	}
+	if (optind >= argc)
+		cli_usage_error(cmd, "missing command");
+}
+
+static int exec_main(const struct cli_cmd *cmd, int argc, char **argv)
+{
+	struct exec_opts o = { .chunk = 8 << 20, .min_size = 8 << 20, .sync = "none" };
+	char conf[160], buf[PATH_MAX];
+	const char *lib;
+
+	parse(cmd, argc, argv, &o);
+	lib = find_preload(buf, sizeof(buf));
+	/* The loader splits LD_PRELOAD at spaces and colons. */
+	if (strpbrk(lib, " :") || access(lib, R_OK) < 0) {
+		cli_error(strpbrk(lib, " :") ? 0 : errno, "cannot use the preload library %s",
+			  cli_quote(lib));
+		return 125;
+	}
+	snprintf(conf, sizeof(conf), "chunk=%lld,min=%lld,sync=%s,read-behind=%d,verbose=%d",
+		 (long long)o.chunk, (long long)o.min_size, o.sync, o.read_behind, o.verbose);
+	if (setenv("PSPLICE_EXEC", conf, 1) < 0 || set_preload(lib) < 0) {
+		cli_error(errno, "cannot set the environment");
+		return 125;
+	}
+	if (o.verbose)
+		fprintf(stderr, CLI_NAME ": exec %s with %s (%s)\n", cli_quote(argv[optind]),
+			lib, conf);
+	fflush(NULL);
+	execvp(argv[optind], argv + optind);
+	/* As env(1) and nice(1) say it: 127 not found, 126 found but not run. */
+	cli_error(errno, "cannot run %s", cli_quote(argv[optind]));
+	return errno == ENOENT ? 127 : 126;
+}
+
+const struct cli_cmd cli_cmd_exec = {
+	.name = "exec",
+	.args = "-- COMMAND [ARG]...",
+	.summary = "run a command with its dirty and read-once pages kept bounded",
+	.help =
+	"Run COMMAND with libpsplice-preload.so: each regular file it writes\n"
+	"forward gets write-behind once past --min-size (dirty pages bounded by\n"
+	"about two chunks, and the pages it wrote dropped once on disk). Pages\n"
+	"that were in the cache before the command touched them are never dropped.\n"
+	"The exit status is COMMAND's; 125 when psplice itself fails, 126 when\n"
+	"COMMAND cannot be run, 127 when it is not found.\n"
+	"\n"
+	"      --chunk=SIZE     write-behind chunk (default 8M; K, M, G, T)\n"
+	"      --min-size=SIZE  leave files smaller than SIZE alone (default 8M)\n"
+	"      --sync=data|full at close, fdatasync or fsync each paced file\n"
+	"      --read-behind    drop the pages a file read once brought in\n"
+	"  -v, --verbose        at exit, each process that paced or dropped\n"
+	"                       something prints a summary on standard error\n",
+	.main = exec_main,
+};
