@@ -75,6 +75,7 @@ struct ps_xfer {
 	struct psplice_result *res; /* the path adds to in_bytes/out_bytes */
 	struct ps_hold *hold;       /* a pair's: undelivered bytes wait there,
 	                               not parked; NULL for a one-shot call */
+	bool raised;                /* a path met a gone reader and did not fail */
 };
 
 static inline bool ps_is_socket(int kind)
