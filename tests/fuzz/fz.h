@@ -71,6 +71,10 @@ int fz_read(FILE *f, struct fz_seq *s);
  * still fails; returns the number of runs it took. */
 int fz_shrink(struct fz_seq *s, const char *dir_disk, const char *dir_tmpfs, int max_runs);
 
+/* Call before the first sequence, then after each: 0 while no fd leaked
+ * (the library may keep up to five internal pipes), -1 and msg otherwise. */
+int fz_fd_check(char *msg, size_t size);
+
 const char *fz_kind_name(int kind);
 const char *fz_op_name(int code);
 uint8_t fz_byte(uint32_t seed, uint64_t i);

@@ -1,6 +1,7 @@
 /* The fuzzer's endpoints: the fds the library is given, and the thread at
  * the other end of each stream (a producer feeding the source, a peer
  * reading the sink: fast, slowly, or closing or resetting early). */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -347,4 +348,50 @@ size_t fz_read_rest(int fd, uint8_t *buf, size_t n)
 		done += (size_t)r;
 	}
 	return done;
+}
+
+/* The process's open fds, pipes apart: the library keeps its thread's
+ * internal pipe and up to four spare ones (pipepool.c) from one call to
+ * the next; any other fd left after a sequence is a leak. */
+static void fz_fds(int *pipes, int *others)
+{
+	DIR *d = opendir("/proc/self/fd");
+	char path[300], link[64];
+	struct dirent *e;
+	ssize_t n;
+
+	*pipes = *others = 0;
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		if (e->d_name[0] == '.' || atoi(e->d_name) == dirfd(d))
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/fd/%s", e->d_name);
+		n = readlink(path, link, sizeof(link) - 1);
+		link[n > 0 ? n : 0] = '\0';
+		if (!strncmp(link, "pipe:", 5))
+			(*pipes)++;
+		else
+			(*others)++;
+	}
+	closedir(d);
+}
+
+/* 0 while the fds are as they were at the first call (pipes: up to the
+ * library's five more); -1 with a message otherwise. */
+int fz_fd_check(char *msg, size_t size)
+{
+	static int pipes0 = -1, others0;
+	int pipes, others;
+
+	fz_fds(&pipes, &others);
+	if (pipes0 < 0) {
+		pipes0 = pipes;
+		others0 = others;
+	}
+	if (others == others0 && pipes <= pipes0 + 10)
+		return 0;
+	snprintf(msg, size, "%d fds and %d pipe ends open, %d and %d before (at most "
+		 "the library's 5 pipes more)", others, pipes, others0, pipes0);
+	return -1;
 }

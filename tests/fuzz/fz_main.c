@@ -18,7 +18,6 @@
 #include <unistd.h>
 
 #include "fz.h"
-#include "t.h"
 
 static volatile uint64_t current;
 
@@ -69,13 +68,12 @@ static void save(const struct opts *o, const struct fz_seq *s, uint64_t seed)
 	fprintf(stderr, "fuzz: saved as %s\n", path);
 }
 
-/* One sequence, and the fd check: what is open after it is what was open
- * after the first (the library keeps one internal pipe per thread). */
+/* One sequence, and the fd check after it. */
 static int one(const struct opts *o, const struct fz_seq *s, uint64_t seed,
-	       struct fz_stats *st, int *fds)
+	       struct fz_stats *st)
 {
 	const char *why;
-	int n;
+	char msg[160];
 
 	current = seed;
 	alarm(120);
@@ -85,12 +83,8 @@ static int one(const struct opts *o, const struct fz_seq *s, uint64_t seed,
 		return -1;
 	}
 	alarm(0);
-	n = t_count_fds();
-	if (*fds < 0)
-		*fds = n;
-	if (n > *fds) {
-		fprintf(stderr, "fuzz: FAIL seed %" PRIu64 ": %d fds open, %d after the first "
-			"sequence\n", seed, n, *fds);
+	if (fz_fd_check(msg, sizeof(msg)) < 0) {
+		fprintf(stderr, "fuzz: FAIL seed %" PRIu64 ": %s\n", seed, msg);
 		st->failures++;
 		return -1;
 	}
@@ -102,7 +96,7 @@ static int random_run(const struct opts *o)
 	struct fz_stats st = { 0 };
 	double start = now();
 	uint64_t k;
-	int fds = -1, runs;
+	int runs;
 	struct fz_seq s;
 
 	printf("fuzz: seed %" PRIu64 ", up to %" PRIu64 " sequences of %zu steps, %.0f s\n",
@@ -110,7 +104,7 @@ static int random_run(const struct opts *o)
 	fflush(stdout);
 	for (k = 0; k < o->count && now() - start < o->time; k++) {
 		fz_random(&s, o->seed + k, o->steps);
-		if (one(o, &s, o->seed + k, &st, &fds) == 0)
+		if (one(o, &s, o->seed + k, &st) == 0)
 			continue;
 		runs = fz_shrink(&s, o->disk, o->tmpfs, 300);
 		fprintf(stderr, "fuzz: shrunk in %d runs to %zu steps:\n", runs, s.n);
@@ -126,7 +120,7 @@ static int random_run(const struct opts *o)
 static int replay(const struct opts *o, char **files, int n)
 {
 	struct fz_stats st = { 0 };
-	int i, bad = 0, fds = -1;
+	int i, bad = 0;
 	struct fz_seq s;
 
 	for (i = 0; i < n; i++) {
@@ -138,7 +132,7 @@ static int replay(const struct opts *o, char **files, int n)
 		if (r < 0) {
 			fprintf(stderr, "fuzz: %s: not a sequence\n", files[i]);
 			bad++;
-		} else if (one(o, &s, 0, &st, &fds) < 0) {
+		} else if (one(o, &s, 0, &st) < 0) {
 			fprintf(stderr, "fuzz: replay of %s failed\n", files[i]);
 			bad++;
 		}
@@ -181,6 +175,7 @@ int main(int argc, char **argv)
 		}
 	}
 	setvbuf(stderr, NULL, _IOLBF, 0);
+	fz_fd_check(NULL, 0);
 	if (rep)
 		return replay(&o, argv + optind, argc - optind);
 	return random_run(&o);

@@ -215,6 +215,7 @@ struct call {
 	int64_t off_in, off_out;    /* the offsets given, when positional */
 	int64_t in0, out0;          /* the input's and output's cursor before */
 	uint64_t pending0;
+	bool fed0;                  /* the producer had closed before the call */
 };
 
 /* The refusal the contract promises for this call, before any byte moves:
@@ -264,6 +265,15 @@ static bool source_ended(const struct fz *z)
 	return !src_zero(z) && z->src_next + z->pending >= z->s->size;
 }
 
+/* The input has a byte or its end for the taking: a device, or a stream
+ * whose producer wrote all and closed, all taken. A pty never ends. */
+static bool input_ready(const struct fz *z, const struct call *c)
+{
+	if (src_zero(z))
+		return true;
+	return z->s->in_kind != FZ_PTY && source_ended(z) && c->fed0;
+}
+
 /* The error a call stopped with: its class, by side and circumstance. */
 static int check_error(struct fz *z, const struct call *c, const struct psplice_result *r)
 {
@@ -275,13 +285,14 @@ static int check_error(struct fz *z, const struct call *c, const struct psplice_
 	case EAGAIN:
 		if (!nb)
 			return fail(z, "EAGAIN from a blocking call");
-		/* The producer may not have closed its end yet. */
-		if (r->side == PSPLICE_SIDE_IN && is_stream(z->s->in_kind) &&
-		    (!source_ended(z) || !__atomic_load_n(&z->in.dead, __ATOMIC_ACQUIRE)))
-			return 0;
-		if (r->side == PSPLICE_SIDE_IN && is_stream(z->s->in_kind) && z->s->in_kind == FZ_PTY)
-			return 0;
 		if (r->side == PSPLICE_SIDE_OUT && is_stream(z->s->out_kind))
+			return 0;
+		/* An input that cannot block (a device, a stream at its end and
+		 * closed) may still be named when the output's reader made
+		 * room between the call and the library's look at both: either
+		 * answer wakes an event loop at once (ps__blocked_side). */
+		if (r->side == PSPLICE_SIDE_IN && (is_stream(z->s->in_kind) || src_zero(z)) &&
+		    (is_stream(z->s->out_kind) || !input_ready(z, c)))
 			return 0;
 		return fail(z, "EAGAIN side %s (%s to %s)", psplice_side_name(r->side),
 			    fz_kind_name(z->s->in_kind), fz_kind_name(z->s->out_kind));
@@ -394,6 +405,7 @@ static int check_call(struct fz *z, struct call *c, ssize_t ret, int err,
 {
 	const struct psplice_result *last = psplice_last();
 	int side, want = refusal(z, c, &side);
+	unsigned int only = ((c->flags | (c->pair ? z->pair_flags : 0)) & PSPLICE_F_ONLY_MASK) >> 12;
 
 	if (getenv("FZ_TRACE"))
 		fprintf(stderr, "fuzz: step %d %s len %" PRIu64 " flags %#x offs %" PRId64
@@ -423,6 +435,15 @@ static int check_call(struct fz *z, struct call *c, ssize_t ret, int err,
 		return fail(z, "0 with error %d", r->error);
 	if (ret >= 0 && !c->copy && r->parked_len)
 		return fail(z, "returned a count with %zu bytes parked", r->parked_len);
+	if (!r->parked_len != !r->parked)
+		return fail(z, "parked %p with parked_len %zu", r->parked, r->parked_len);
+	if ((r->out_bytes == 0) != (r->method == PSPLICE_METHOD_NONE) ||
+	    r->method < 0 || r->method > PSPLICE_METHOD_READWRITE)
+		return fail(z, "method %s with %" PRIu64 " bytes delivered",
+			    psplice_method_name(r->method), r->out_bytes);
+	if (only && r->out_bytes && r->method != (int)only)
+		return fail(z, "method %s under PSPLICE_F_ONLY(%s)", psplice_method_name(r->method),
+			    psplice_method_name((int)only));
 	if (r->error && check_error(z, c, r) < 0)
 		return -1;
 	if (!r->error && r->side != PSPLICE_SIDE_NONE)
@@ -469,6 +490,7 @@ static bool prepare(struct fz *z, const struct fz_op *op, struct call *c)
 	c->off_out = z->out_off;
 	c->in0 = c->pin ? z->in_off : z->in_pos;
 	c->pending0 = z->pending;
+	c->fed0 = __atomic_load_n(&z->in.dead, __ATOMIC_ACQUIRE);
 	return true;
 }
 
@@ -512,7 +534,14 @@ static int op_transfer(struct fz *z, const struct fz_op *op)
 	errno = 0;
 	switch (op->code) {
 	case FZ_MOVE:
-		ret = psplice_ex(z->in.fd, oi, z->out.fd, oo, c.len, c.flags, &r);
+		if (op->arg & 0x20) { /* psplice(): the result from psplice_last() */
+			ret = psplice(z->in.fd, oi, z->out.fd, oo, c.len, c.flags);
+			err = errno;
+			r = *psplice_last();
+			errno = err;
+		} else {
+			ret = psplice_ex(z->in.fd, oi, z->out.fd, oo, c.len, c.flags, &r);
+		}
 		break;
 	case FZ_COPY:
 		ret = psplice_copy(z->in.fd, oi, z->out.fd, oo, c.len, c.flags, &r);
