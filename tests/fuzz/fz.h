@@ -41,6 +41,8 @@ struct fz_op {
 
 struct fz_seq {
 	uint8_t in_kind, out_kind, peer, slow_feed;
+	uint8_t fdmode;      /* bit 0: the input fd O_NONBLOCK, bit 1: the output;
+	                        bit 2: the output O_APPEND */
 	uint32_t seed;       /* of the source's bytes */
 	uint64_t size;       /* the source's bytes (a file's size, a stream's length) */
 	uint64_t peer_after; /* FZ_CLOSE, FZ_RESET: bytes read before */

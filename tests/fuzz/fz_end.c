@@ -341,7 +341,7 @@ size_t fz_read_rest(int fd, uint8_t *buf, size_t n)
 		if (poll(&p, 1, 5000) <= 0)
 			break;
 		r = read(fd, buf + done, n - done);
-		if (r < 0 && errno == EINTR)
+		if (r < 0 && (errno == EINTR || errno == EAGAIN))
 			continue;
 		if (r <= 0)
 			break;

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -77,6 +78,11 @@ static bool is_file(int kind)
 	return kind == FZ_TMPFS || kind == FZ_DISK;
 }
 
+static bool appends(const struct fz *z)
+{
+	return (z->s->fdmode & 4) && is_file(z->s->out_kind);
+}
+
 static bool is_stream(int kind)
 {
 	return kind == FZ_PIPE || kind == FZ_UNIX || kind == FZ_TCP || kind == FZ_PTY;
@@ -124,6 +130,12 @@ static size_t sink_cursor(struct fz *z, bool positional, uint64_t n)
 
 	if (!is_file(z->s->out_kind))
 		return z->exp_len;
+	/* O_APPEND: at the end, and the position follows (no offset can be
+	 * given: refused). */
+	if (appends(z) && n) {
+		z->out_pos = (int64_t)(z->exp_len + n);
+		return z->exp_len;
+	}
 	at = (size_t)*c;
 	*c += (int64_t)n;
 	return at;
@@ -138,6 +150,7 @@ static int sink_put(struct fz *z, const uint8_t *p, size_t n, bool positional, u
 	int64_t at = positional ? z->out_off : z->out_pos;
 	size_t done = 0;
 	struct timespec zero = { 0, 0 };
+	int tries = 0;
 
 	if (z->s->out_kind == FZ_DEV || !n)
 		return 0;
@@ -153,6 +166,12 @@ static int sink_put(struct fz *z, const uint8_t *p, size_t n, bool positional, u
 
 		if (w < 0 && errno == EINTR)
 			continue;
+		if (w < 0 && errno == EAGAIN && tries++ < 10000) {
+			struct pollfd pf = { .fd = z->out.fd, .events = POLLOUT };
+
+			poll(&pf, 1, 1);
+			continue;
+		}
 		if (w <= 0)
 			break;
 		done += (size_t)w;
@@ -237,6 +256,8 @@ static int refusal(const struct fz *z, const struct call *c, int *side)
 	*side = PSPLICE_SIDE_OUT;
 	if (c->pout && !is_file(z->s->out_kind))
 		return ESPIPE;
+	if (c->pout && appends(z))
+		return EINVAL;
 	*side = PSPLICE_SIDE_NONE;
 	return 0;
 }
@@ -278,13 +299,18 @@ static bool input_ready(const struct fz *z, const struct call *c)
 static int check_error(struct fz *z, const struct call *c, const struct psplice_result *r)
 {
 	bool nb = c->flags & PSPLICE_F_NONBLOCK;
+	unsigned int fdnb = z->s->fdmode & 3;
 	unsigned int f = c->flags | (c->pair ? z->pair_flags : 0);
 	bool restricted = f & (PSPLICE_F_NOFALLBACK | PSPLICE_F_ONLY_MASK);
 
 	switch (r->error) {
 	case EAGAIN:
-		if (!nb)
-			return fail(z, "EAGAIN from a blocking call");
+		/* An O_NONBLOCK fd makes every call on it non-blocking: the
+		 * kernel's splice between two pipes does not wait on either
+		 * when one is O_NONBLOCK. */
+		if (!nb && !fdnb)
+			return fail(z, "EAGAIN side %s from a blocking call on %s fds",
+				    psplice_side_name(r->side), fdnb ? "O_NONBLOCK" : "blocking");
 		if (r->side == PSPLICE_SIDE_OUT && is_stream(z->s->out_kind))
 			return 0;
 		/* An input that cannot block (a device, a stream at its end and
@@ -477,7 +503,8 @@ static bool prepare(struct fz *z, const struct fz_op *op, struct call *c)
 		return false;
 	if (src_zero(z) && c->len == PSPLICE_TO_EOF)
 		c->len = 1 << 20;
-	if (z->s->in_kind == FZ_PTY && !(c->flags & PSPLICE_F_NONBLOCK)) {
+	if (z->s->in_kind == FZ_PTY && !(c->flags & PSPLICE_F_NONBLOCK) &&
+	    !(z->s->fdmode & 1)) {
 		if (c->copy)
 			c->len = min_u64(c->len, left + held);
 		else if (!left && !held)
@@ -710,7 +737,7 @@ static int op_hioff(struct fz *z, const struct fz_op *op)
 	errno = 0;
 	ret = psplice_ex(z->in.fd, out ? NULL : &off, z->out.fd, out ? &off : NULL, c.len, 0, &r);
 	err = errno;
-	if (!is_file(kind) || c.len > 7)
+	if (!is_file(kind) || c.len > 7 || (out && appends(z)))
 		return check_refused(z, &c, ret, err, &r, is_file(kind) ? EINVAL : ESPIPE,
 				     out ? PSPLICE_SIDE_OUT : PSPLICE_SIDE_IN) < 0 ? -1 :
 		       check_still(z);
@@ -882,6 +909,12 @@ int fz_run(const struct fz_seq *s, const char *disk, const char *tmpfs,
 		     fz_kind_name(z.out.kind), strerror(errno));
 		r = -1;
 	}
+	if (!r && (s->fdmode & 1) && z.in.fd >= 0)
+		fcntl(z.in.fd, F_SETFL, fcntl(z.in.fd, F_GETFL) | O_NONBLOCK);
+	if (!r && (s->fdmode & 2) && z.out.fd >= 0)
+		fcntl(z.out.fd, F_SETFL, fcntl(z.out.fd, F_GETFL) | O_NONBLOCK);
+	if (!r && (s->fdmode & 4) && is_file(z.out.kind))
+		fcntl(z.out.fd, F_SETFL, fcntl(z.out.fd, F_GETFL) | O_APPEND);
 	fz_sink_settle(&z.out);
 	for (i = 0; !r && i < s->n; i++) {
 		z.step = (int)i;

@@ -131,6 +131,7 @@ static void a_seq(struct choices *c, struct fz_seq *s, size_t n)
 	s->slow_feed = below(c, 6) == 0;
 	s->peer = (uint8_t)weighted(c, peers, FZ_NPEERS);
 	s->peer_after = a_size(c, false);
+	s->fdmode = below(c, 5) == 0 ? (uint8_t)(1 + below(c, 7)) : 0;
 	s->n = n < FZ_MAX_OPS ? n : FZ_MAX_OPS;
 	for (i = 0; i < s->n; i++)
 		an_op(c, s, &s->op[i]);
@@ -178,8 +179,8 @@ void fz_write(FILE *f, const struct fz_seq *s)
 
 	fprintf(f, "in %s size %" PRIu64 " seed %" PRIu32 " slow %d\n",
 		fz_kind_name(s->in_kind), s->size, s->seed, s->slow_feed);
-	fprintf(f, "out %s peer %s after %" PRIu64 "\n", fz_kind_name(s->out_kind),
-		peer_names[s->peer % FZ_NPEERS], s->peer_after);
+	fprintf(f, "out %s peer %s after %" PRIu64 " fdmode %d\n", fz_kind_name(s->out_kind),
+		peer_names[s->peer % FZ_NPEERS], s->peer_after, s->fdmode);
 	for (i = 0; i < s->n; i++) {
 		const struct fz_op *o = &s->op[i];
 
@@ -219,12 +220,13 @@ static int read_op(const char *line, struct fz_op *o)
 	return 0;
 }
 
-/* Lines: "in KIND size N seed N slow B", "out KIND peer MODE after N",
+/* Lines: "in KIND size N seed N slow B", "out KIND peer MODE after N
+ * [fdmode B]",
  * then one operation a line; '#' starts a comment. */
 int fz_read(FILE *f, struct fz_seq *s)
 {
 	char line[256], a[16], b[16];
-	unsigned int seed, slow;
+	unsigned int seed, slow, nb = 0;
 	int k, p, head = 0;
 
 	memset(s, 0, sizeof(*s));
@@ -237,11 +239,12 @@ int fz_read(FILE *f, struct fz_seq *s)
 			s->seed = seed;
 			s->slow_feed = slow != 0;
 			head |= 1;
-		} else if (sscanf(line, "out %15s peer %15s after %" SCNu64, a, b,
-				  &s->peer_after) == 3 && (k = kind_of(a)) >= 0 &&
+		} else if (sscanf(line, "out %15s peer %15s after %" SCNu64 " fdmode %u", a, b,
+				  &s->peer_after, &nb) >= 3 && (k = kind_of(a)) >= 0 &&
 			   (p = lookup(b, peer_names, FZ_NPEERS)) >= 0) {
 			s->out_kind = (uint8_t)k;
 			s->peer = (uint8_t)p;
+			s->fdmode = (uint8_t)(nb & 7);
 			head |= 2;
 		} else if (s->n == FZ_MAX_OPS || read_op(line, &s->op[s->n++]) < 0) {
 			return -1;
@@ -299,8 +302,9 @@ static void simplify(struct fz_seq *s, const char *disk, const char *tmpfs, int 
 			better = true;
 		}
 		t = *s;
-		if ((t.slow_feed || t.peer == FZ_SLOW) && *runs < max) {
+		if ((t.slow_feed || t.peer == FZ_SLOW || t.fdmode) && *runs < max) {
 			t.slow_feed = 0;
+			t.fdmode = 0;
 			if (t.peer == FZ_SLOW)
 				t.peer = FZ_FAST;
 			if (fails(&t, disk, tmpfs, runs)) {
