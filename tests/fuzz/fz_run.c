@@ -451,8 +451,10 @@ static int check_call(struct fz *z, struct call *c, ssize_t ret, int err,
 		return fail(z, "psplice_last() is not the call's result");
 	if (want)
 		return check_refused(z, c, ret, err, r, want, side);
-	if (r->in_bytes < r->out_bytes)
-		return fail(z, "in %" PRIu64 " < out %" PRIu64, r->in_bytes, r->out_bytes);
+	/* A pair's pending bytes go out first and count in out_bytes. */
+	if (r->in_bytes + (c->pair ? c->pending0 : 0) < r->out_bytes)
+		return fail(z, "in %" PRIu64 " + pending %" PRIu64 " < out %" PRIu64, r->in_bytes,
+			    c->pair ? c->pending0 : 0, r->out_bytes);
 	if (ret == -1 && (!r->error || err != r->error))
 		return fail(z, "-1 with errno %d, result error %d", err, r->error);
 	if (!c->copy && ret >= 0 && (uint64_t)ret != r->out_bytes)
