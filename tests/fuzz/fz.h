@@ -15,8 +15,9 @@
 /* Endpoint kinds; FZ_DEV is /dev/zero as a source, /dev/null as a sink. */
 enum fz_kind { FZ_TMPFS, FZ_DISK, FZ_PIPE, FZ_UNIX, FZ_TCP, FZ_DEV, FZ_PTY, FZ_NKINDS };
 /* How the sink's reader behaves: it reads everything (fast or slowly), or
- * closes or resets the connection after peer_after bytes. */
-enum fz_peer { FZ_FAST, FZ_SLOW, FZ_CLOSE, FZ_RESET, FZ_NPEERS };
+ * closes or resets the connection after peer_after bytes, or reads nothing
+ * (its buffer fills) until a call could wait for it or the run ends. */
+enum fz_peer { FZ_FAST, FZ_SLOW, FZ_CLOSE, FZ_RESET, FZ_STALL, FZ_NPEERS };
 
 enum fz_opc {
 	FZ_MOVE,  /* psplice_ex, one step */

@@ -195,8 +195,12 @@ static void *reader(void *arg)
 	struct fz_end *e = arg;
 	uint8_t buf[1 << 16];
 	bool early = e->mode == FZ_CLOSE || e->mode == FZ_RESET;
+	int i;
 
 	block_sigpipe();
+	for (i = 0; e->mode == FZ_STALL && i < 120000 &&
+		    !__atomic_load_n(&e->go, __ATOMIC_ACQUIRE); i++)
+		msleep_us(1000);
 	for (;;) {
 		size_t want = e->mode == FZ_SLOW ? 512 : sizeof(buf);
 		ssize_t r;
@@ -294,6 +298,12 @@ void fz_sink_settle(struct fz_end *e)
 		msleep_us(1000);
 }
 
+/* A stalled reader reads from now on. */
+void fz_sink_release(struct fz_end *e)
+{
+	__atomic_store_n(&e->go, true, __ATOMIC_RELEASE);
+}
+
 /* The sink's reader has all of n bytes, or is gone (bounded: 10 s). */
 void fz_sink_wait(struct fz_end *e, uint64_t n)
 {
@@ -311,6 +321,7 @@ void fz_sink_wait(struct fz_end *e, uint64_t n)
  * for a sink's reader. */
 void fz_end_close(struct fz_end *e)
 {
+	fz_sink_release(e);
 	if (e->fd >= 0)
 		close(e->fd);
 	e->fd = -1;

@@ -22,6 +22,7 @@ struct fz_end {
 	uint8_t *got;
 	size_t got_len, got_cap;
 	bool dead;
+	bool go;             /* FZ_STALL: read from now on */
 };
 
 void fz_gen(uint32_t seed, bool zero, uint64_t off, uint8_t *buf, size_t n);
@@ -29,6 +30,7 @@ int fz_fill(int fd, uint32_t seed, uint64_t size);
 int fz_source_open(struct fz_end *e, const char *disk, const char *tmpfs);
 int fz_sink_open(struct fz_end *e, const char *disk, const char *tmpfs);
 void fz_sink_settle(struct fz_end *e);
+void fz_sink_release(struct fz_end *e);
 void fz_sink_wait(struct fz_end *e, uint64_t n);
 void fz_end_close(struct fz_end *e);
 size_t fz_read_rest(int fd, uint8_t *buf, size_t n);

@@ -154,6 +154,7 @@ static int sink_put(struct fz *z, const uint8_t *p, size_t n, bool positional, u
 
 	if (z->s->out_kind == FZ_DEV || !n)
 		return 0;
+	fz_sink_release(&z->out);
 	if (!sink_dead(z) && expect(z, src, sink_cursor(z, positional, n), n) < 0)
 		return -1;
 	sigemptyset(&set);
@@ -303,6 +304,11 @@ static int check_error(struct fz *z, const struct call *c, const struct psplice_
 	unsigned int f = c->flags | (c->pair ? z->pair_flags : 0);
 	bool restricted = f & (PSPLICE_F_NOFALLBACK | PSPLICE_F_ONLY_MASK);
 
+	/* The end of input is never a failure, reader or room or not. */
+	if ((r->error == EAGAIN || r->error == EPIPE) && is_file(z->s->in_kind) &&
+	    c->in0 >= (int64_t)z->s->size && !r->out_bytes)
+		return fail(z, "the end of a file input reported as %s",
+			    strerrorname_np(r->error));
 	switch (r->error) {
 	case EAGAIN:
 		/* An O_NONBLOCK fd makes every call on it non-blocking: the
@@ -323,9 +329,6 @@ static int check_error(struct fz *z, const struct call *c, const struct psplice_
 		return fail(z, "EAGAIN side %s (%s to %s)", psplice_side_name(r->side),
 			    fz_kind_name(z->s->in_kind), fz_kind_name(z->s->out_kind));
 	case EPIPE:
-		/* The end of input is never a failure, reader or not. */
-		if (is_file(z->s->in_kind) && c->in0 >= (int64_t)z->s->size && !r->out_bytes)
-			return fail(z, "the end of a file input reported as EPIPE");
 		if (r->side == PSPLICE_SIDE_OUT && sink_dead(z))
 			return 0;
 		return fail(z, "EPIPE side %s, the reader %s", psplice_side_name(r->side),
@@ -770,6 +773,11 @@ static int op_hioff(struct fz *z, const struct fz_op *op)
 static int run_op(struct fz *z, const struct fz_op *op)
 {
 	z->st->ops++;
+	/* A stalled reader would hold a call that may wait for it forever
+	 * (even PSPLICE_F_NONBLOCK may wait on a blocking socket): it stalls
+	 * only an O_NONBLOCK output. */
+	if (!(z->s->fdmode & 2))
+		fz_sink_release(&z->out);
 	switch (op->code) {
 	case FZ_PNEW:
 		return op_pnew(z, op);
@@ -847,6 +855,7 @@ static int check_sink(struct fz *z)
 	}
 	if (z->out.mode == FZ_CLOSE || z->out.mode == FZ_RESET)
 		want = (size_t)min_u64(want, z->out.after);
+	fz_sink_release(&z->out);
 	fz_sink_wait(&z->out, want);
 	close(z->out.fd);
 	z->out.fd = -1;

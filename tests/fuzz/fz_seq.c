@@ -120,7 +120,7 @@ static void an_op(struct choices *c, const struct fz_seq *s, struct fz_op *op)
 
 static void a_seq(struct choices *c, struct fz_seq *s, size_t n)
 {
-	static const uint8_t peers[FZ_NPEERS] = { 50, 20, 15, 15 };
+	static const uint8_t peers[FZ_NPEERS] = { 45, 15, 15, 15, 10 };
 	size_t i;
 
 	memset(s, 0, sizeof(*s));
@@ -132,6 +132,8 @@ static void a_seq(struct choices *c, struct fz_seq *s, size_t n)
 	s->peer = (uint8_t)weighted(c, peers, FZ_NPEERS);
 	s->peer_after = a_size(c, false);
 	s->fdmode = below(c, 5) == 0 ? (uint8_t)(1 + below(c, 7)) : 0;
+	if (s->peer == FZ_STALL)
+		s->fdmode |= 2;
 	s->n = n < FZ_MAX_OPS ? n : FZ_MAX_OPS;
 	for (i = 0; i < s->n; i++)
 		an_op(c, s, &s->op[i]);
@@ -156,7 +158,7 @@ void fz_decode(struct fz_seq *s, const uint8_t *data, size_t size)
 static const char *const op_names[FZ_NOPS] = {
 	"move", "copy", "pnew", "pmove", "pcopy", "ptake", "pfree", "bad", "hioff", "seek"
 };
-static const char *const peer_names[FZ_NPEERS] = { "fast", "slow", "close", "reset" };
+static const char *const peer_names[FZ_NPEERS] = { "fast", "slow", "close", "reset", "stall" };
 
 const char *fz_op_name(int code)
 {
@@ -302,10 +304,11 @@ static void simplify(struct fz_seq *s, const char *disk, const char *tmpfs, int 
 			better = true;
 		}
 		t = *s;
-		if ((t.slow_feed || t.peer == FZ_SLOW || t.fdmode) && *runs < max) {
+		if ((t.slow_feed || t.peer == FZ_SLOW || t.peer == FZ_STALL || t.fdmode) &&
+		    *runs < max) {
 			t.slow_feed = 0;
 			t.fdmode = 0;
-			if (t.peer == FZ_SLOW)
+			if (t.peer == FZ_SLOW || t.peer == FZ_STALL)
 				t.peer = FZ_FAST;
 			if (fails(&t, disk, tmpfs, runs)) {
 				*s = t;
