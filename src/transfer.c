@@ -329,7 +329,8 @@ static int nonblock_side(const struct call *c)
 		return PSPLICE_SIDE_NONE;
 	if (unready(c->x.in, POLLIN))
 		return PSPLICE_SIDE_IN;
-	if (unready(c->x.out, POLLOUT))
+	/* A file at its end has nothing to wait for: the step returns 0. */
+	if (unready(c->x.out, POLLOUT) && !ps__input_ended(&c->x))
 		return PSPLICE_SIDE_OUT;
 	return PSPLICE_SIDE_NONE;
 }
