@@ -67,14 +67,8 @@ int ps__path_splice(struct ps_xfer *x)
 	if (n < 0) {
 		if (n == -EINVAL || n == -ENOSYS || n == -EOPNOTSUPP)
 			return ps__next(x, (int)-n);
-		/* The kernel looks for the pipe's reader and room before it
-		 * reads the file: a file at its end is the end of input,
-		 * reader or room or not, as it is into a socket (sendfile
-		 * reads first). */
-		if ((n == -EPIPE || n == -EAGAIN) && x->in->seekable && ps__input_ended(x)) {
-			x->raised = true; /* the SIGPIPE it sent is taken back */
+		if (ps__ended_anyway(x, (int)-n))
 			return 0;
-		}
 		ps__fail(x, (int)-n, side_of(x, (int)-n));
 		return 0;
 	}

@@ -4,7 +4,7 @@
  * A file at its end (or an input offset past it, however far) into a pipe
  * whose reader is gone: the end of input, 0 with no error, as into a
  * socket, and no SIGPIPE. splice(2) looks for the reader before it reads
- * the file, and said EPIPE.
+ * the file, and said EPIPE; so does sendfile(2) (PSPLICE_F_ONLY).
  *
  * The same into a full pipe, O_NONBLOCK or with PSPLICE_F_NONBLOCK: the
  * end of input, not EAGAIN (splice(2) looks for room first). And into a
@@ -41,6 +41,10 @@ static void at_end_into_gone_reader(int fd, int w)
 		T_EQ(psplice_copy(fd, &off, w, NULL, PSPLICE_TO_EOF, 0, &r), 0);
 		T_RESULT(r, 0, PSPLICE_SIDE_NONE, 0, 0);
 	}
+	/* sendfile(2) alone, which looks for the reader first too. */
+	off = 5;
+	T_EQ(psplice_ex(fd, &off, w, NULL, 4, PSPLICE_F_ONLY(PSPLICE_METHOD_SENDFILE), &r), 0);
+	T_RESULT(r, 0, PSPLICE_SIDE_NONE, 0, 0);
 	T_EQ(lseek(fd, 0, SEEK_END), 5);
 	T_EQ(psplice(fd, NULL, w, NULL, 65536, 0), 0);
 	T_EQ(psplice_copy(fd, NULL, w, NULL, PSPLICE_TO_EOF, PSPLICE_F_NONBLOCK, &r), 0);
@@ -74,6 +78,8 @@ static void at_end_into_full_pipe(int fd)
 	T_RESULT(r, 0, PSPLICE_SIDE_NONE, 0, 0);
 	T_EQ(psplice_ex(fd, &off, pp[1], NULL, 4096, PSPLICE_F_NONBLOCK, &r), 0);
 	T_EQ(psplice_ex(fd, &big, pp[1], NULL, 7, 0, &r), 0);
+	T_EQ(psplice_ex(fd, &big, pp[1], NULL, 7, PSPLICE_F_ONLY(PSPLICE_METHOD_SENDFILE), &r), 0);
+	T_RESULT(r, 0, PSPLICE_SIDE_NONE, 0, 0);
 	T_EQ(psplice_copy(fd, &off, pp[1], NULL, PSPLICE_TO_EOF, 0, &r), 0);
 	T_RESULT(r, 0, PSPLICE_SIDE_NONE, 0, 0);
 	p = psplice_pair_new(fd, pp[1], 0);

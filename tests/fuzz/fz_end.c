@@ -340,7 +340,7 @@ void fz_end_close(struct fz_end *e)
 }
 
 /* Read up to n bytes from a stream source, to its end, waiting at most
- * 5 s for each piece. */
+ * 20 s for each piece (a slow producer under a loaded sanitizer build). */
 size_t fz_read_rest(int fd, uint8_t *buf, size_t n)
 {
 	size_t done = 0;
@@ -349,7 +349,7 @@ size_t fz_read_rest(int fd, uint8_t *buf, size_t n)
 		struct pollfd p = { .fd = fd, .events = POLLIN };
 		ssize_t r;
 
-		if (poll(&p, 1, 5000) <= 0)
+		if (poll(&p, 1, 20000) <= 0)
 			break;
 		r = read(fd, buf + done, n - done);
 		if (r < 0 && (errno == EINTR || errno == EAGAIN))
