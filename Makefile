@@ -135,6 +135,7 @@ check: deps
 	$(Q)$(MAKE) --no-print-directory check-valgrind
 	$(Q)$(MAKE) --no-print-directory install-check
 	$(Q)$(MAKE) --no-print-directory check-abi
+	$(Q)$(MAKE) --no-print-directory fuzz-quick
 
 check-quick: tests tools
 	$(Q)sh tests/run.sh $(BUILD)
@@ -210,4 +211,74 @@ bench: tools
 		--out bench/results
 
 clean:
-	$(Q)rm -rf build build-asan build-tsan
+	$(Q)rm -rf build build-asan build-tsan build-fuzz build-cover
+
+# The differential fuzzer (tests/fuzz/README.md). fuzz_driver runs random
+# sequences of calls against the model and replays the saved ones (the
+# test t_fuzz_regress.sh); libFuzzer harnesses, built by clang with
+# ASan+UBSan in build-fuzz, run FUZZ_TIME seconds each (make fuzz) or
+# FUZZ_QUICK_TIME (make fuzz-quick, part of make check); fuzz-cover prints
+# the lines of src/ the driver reaches.
+FUZZ_SRC := tests/fuzz/fz_run.c tests/fuzz/fz_seq.c tests/fuzz/fz_end.c
+FUZZ_HARNESSES := ops size range addr
+FUZZ_TIME ?= 60
+FUZZ_QUICK_TIME ?= 15
+FUZZ_SEEDS ?= 400
+FUZZ_CFLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+FUZZ_RUN := ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 FZ_DIR=$(CURDIR)/build-fuzz/scratch
+.PHONY: fuzz fuzz-quick fuzz-build fuzz-lib fuzz-cover
+tests: $(BUILD)/tests/fuzz_driver
+
+$(BUILD)/tests/fuzz_driver: tests/fuzz/fz_main.c $(FUZZ_SRC) tests/fuzz/*.h $(BUILD)/libpsplice.a
+	@mkdir -p $(@D)
+	$(call say,CC,$@)
+	$(Q)$(CC) $(APP_CFLAGS) $(LDFLAGS) -o $@ tests/fuzz/fz_main.c $(FUZZ_SRC) \
+		$(BUILD)/libpsplice.a $(LDLIBS) -lutil
+
+build-fuzz/fuzz_ops: tests/fuzz/fuzz_ops.c $(FUZZ_SRC) tests/fuzz/*.h build-fuzz/libpsplice.a
+	$(call say,CC,$@)
+	$(Q)clang $(BASE) -O1 -g -fsanitize=fuzzer $(FUZZ_CFLAGS) -o $@ $< $(FUZZ_SRC) \
+		build-fuzz/libpsplice.a $(LDLIBS) -lutil
+
+build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c tools/common.c tools/common.h build-fuzz/libpsplice.a
+	$(call say,CC,$@)
+	$(Q)clang $(BASE) -Itools -O1 -g -fsanitize=fuzzer $(FUZZ_CFLAGS) -o $@ $< tools/common.c \
+		build-fuzz/libpsplice.a $(LDLIBS) -lm
+
+fuzz-lib:
+	$(Q)$(MAKE) --no-print-directory BUILD=build-fuzz CC=clang OPT="-O1 -g" \
+		SAN="$(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link" build-fuzz/libpsplice.a
+
+fuzz-build: fuzz-lib
+	$(Q)$(MAKE) --no-print-directory $(FUZZ_HARNESSES:%=build-fuzz/fuzz_%)
+
+# Each harness from its seed corpus in the tree; what it finds new goes to
+# build-fuzz/corpus, a crash to build-fuzz/crash-*.
+fuzz fuzz-quick: fuzz-build
+	$(Q)mkdir -p build-fuzz/scratch
+	$(Q)for h in $(FUZZ_HARNESSES); do mkdir -p build-fuzz/corpus/$$h; \
+		echo "fuzz_$$h: $(if $(filter fuzz,$@),$(FUZZ_TIME),$(FUZZ_QUICK_TIME)) s"; \
+		$(FUZZ_RUN) build-fuzz/fuzz_$$h -max_total_time=$(if $(filter fuzz,$@),$(FUZZ_TIME),$(FUZZ_QUICK_TIME)) \
+			-timeout=60 -rss_limit_mb=4096 -max_len=2048 -print_final_stats=1 \
+			-artifact_prefix=build-fuzz/ build-fuzz/corpus/$$h tests/fuzz/corpus/$$h \
+			> build-fuzz/fuzz_$$h.log 2>&1 || { tail -40 build-fuzz/fuzz_$$h.log; exit 1; }; \
+		grep -E '^(stat::number_of_executed_units|#[0-9]+.*DONE)' build-fuzz/fuzz_$$h.log | \
+			sed 's/^/  /'; done
+
+# Line coverage of src/ by FUZZ_SEEDS random sequences of the driver and
+# 100 with pending bytes in memory (clang's source-based coverage,
+# llvm-cov-14), over the files the driver links (not tee, sync,
+# write-behind: outside the model).
+fuzz-cover:
+	$(Q)rm -rf build-cover/*.profraw
+	$(Q)$(MAKE) --no-print-directory BUILD=build-cover CC=clang OPT="-O1 -g" \
+		SAN="-fprofile-instr-generate -fcoverage-mapping" build-cover/tests/fuzz_driver
+	$(Q)mkdir -p build-cover/scratch
+	$(Q)LLVM_PROFILE_FILE=build-cover/fz-%p.profraw build-cover/tests/fuzz_driver \
+		--seed 1 --count $(FUZZ_SEEDS) --time 600 --dir build-cover/scratch
+	$(Q)LLVM_PROFILE_FILE=build-cover/fz-%p.profraw PSPLICE_MAX_PIPES=0 \
+		build-cover/tests/fuzz_driver --seed 2 --count 100 --time 600 --dir build-cover/scratch
+	$(Q)llvm-profdata-14 merge -o build-cover/fz.profdata build-cover/*.profraw
+	$(Q)llvm-cov-14 report build-cover/tests/fuzz_driver -instr-profile=build-cover/fz.profdata \
+		$(LIB_SRC) | tail -n 1 | awk '{ printf "src/ line coverage by %s sequences: %s of %s lines (%s)\n", \
+		"$(FUZZ_SEEDS) + 100", $$8 - $$9, $$8, $$10 }'

@@ -75,6 +75,7 @@ struct ps_xfer {
 	struct psplice_result *res; /* the path adds to in_bytes/out_bytes */
 	struct ps_hold *hold;       /* a pair's: undelivered bytes wait there,
 	                               not parked; NULL for a one-shot call */
+	bool raised;                /* a path met a gone reader and did not fail */
 };
 
 static inline bool ps_is_socket(int kind)
@@ -114,6 +115,7 @@ PS_HIDDEN int ps__blocked_side(const struct ps_xfer *x);
 PS_HIDDEN void ps__advance(int64_t *off, uint64_t n);
 PS_HIDDEN bool ps__at_eof(const struct ps_xfer *x);
 PS_HIDDEN bool ps__input_ended(const struct ps_xfer *x);
+PS_HIDDEN bool ps__ended_anyway(struct ps_xfer *x, int err);
 PS_HIDDEN int ps__next(struct ps_xfer *x, int err);
 PS_HIDDEN void ps__moved(struct ps_xfer *x, uint64_t in, uint64_t out, int method);
 PS_HIDDEN unsigned int ps__splice_flags(const struct ps_xfer *x);

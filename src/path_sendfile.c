@@ -26,6 +26,8 @@ int ps__path_sendfile(struct ps_xfer *x)
 			return ps__at_eof(x) ? 0 : ps__next(x, EOVERFLOW);
 		if (n == -EINVAL || n == -ENOSYS || n == -EOPNOTSUPP)
 			return ps__next(x, (int)-n);
+		if (ps__ended_anyway(x, (int)-n))
+			return 0;
 		ps__fail(x, (int)-n, n == -EINTR ? ps__blocked_side(x) :
 				     ps__side_of(x, (int)-n));
 		return 0;

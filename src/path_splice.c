@@ -67,6 +67,8 @@ int ps__path_splice(struct ps_xfer *x)
 	if (n < 0) {
 		if (n == -EINVAL || n == -ENOSYS || n == -EOPNOTSUPP)
 			return ps__next(x, (int)-n);
+		if (ps__ended_anyway(x, (int)-n))
+			return 0;
 		ps__fail(x, (int)-n, side_of(x, (int)-n));
 		return 0;
 	}

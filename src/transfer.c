@@ -277,7 +277,7 @@ static void guard_sigpipe(struct call *c)
  * anyway, as kernels have looped over chunks there. */
 static void unguard_sigpipe(struct call *c)
 {
-	ps__sigpipe_restore(&c->sg, c->x.res->error ||
+	ps__sigpipe_restore(&c->sg, c->x.res->error || c->x.raised ||
 				    (c->short_raises && c->x.res->out_bytes < c->want));
 }
 
@@ -329,7 +329,8 @@ static int nonblock_side(const struct call *c)
 		return PSPLICE_SIDE_NONE;
 	if (unready(c->x.in, POLLIN))
 		return PSPLICE_SIDE_IN;
-	if (unready(c->x.out, POLLOUT))
+	/* A file at its end has nothing to wait for: the step returns 0. */
+	if (unready(c->x.out, POLLOUT) && !ps__input_ended(&c->x))
 		return PSPLICE_SIDE_OUT;
 	return PSPLICE_SIDE_NONE;
 }
@@ -416,7 +417,7 @@ static void move(struct psplice_pair *p, int64_t *off_in, int64_t *off_out,
 	guard_sigpipe(&c);
 	step(&c, &at, progress);
 	unguard_sigpipe(&c);
-	if (p->reap && r->error == EPIPE)
+	if (p->reap && (r->error == EPIPE || c.x.raised))
 		ps__sigpipe_reap();
 }
 
@@ -518,7 +519,7 @@ static void copy(struct psplice_pair *p, int64_t *off_in, int64_t *off_out,
 			break;
 	}
 	unguard_sigpipe(&c);
-	if (p->reap && r->error == EPIPE)
+	if (p->reap && (r->error == EPIPE || c.x.raised))
 		ps__sigpipe_reap();
 }
 
@@ -594,7 +595,10 @@ static struct psplice_pair *pair_new(int fd_in, int fd_out, unsigned int flags,
 	return pp;
 }
 
-__attribute__((symver("psplice_pair_new@@PSPLICE_0.2"), visibility("default")))
+/* .symver as a directive: clang, which builds the fuzzers, has no symver
+ * attribute. */
+__asm__(".symver ps__pair_new_0_2, psplice_pair_new@@PSPLICE_0.2");
+__attribute__((visibility("default")))
 struct psplice_pair *ps__pair_new_0_2(int fd_in, int fd_out, unsigned int flags);
 struct psplice_pair *ps__pair_new_0_2(int fd_in, int fd_out, unsigned int flags)
 {
@@ -603,7 +607,8 @@ struct psplice_pair *ps__pair_new_0_2(int fd_in, int fd_out, unsigned int flags)
 
 /* Programs built against 0.1 were promised parked bytes from a pair's
  * moves, as from psplice_ex: their pairs never hold bytes pending. */
-__attribute__((symver("psplice_pair_new@PSPLICE_0.1"), visibility("default")))
+__asm__(".symver ps__pair_new_0_1, psplice_pair_new@PSPLICE_0.1");
+__attribute__((visibility("default")))
 struct psplice_pair *ps__pair_new_0_1(int fd_in, int fd_out, unsigned int flags);
 struct psplice_pair *ps__pair_new_0_1(int fd_in, int fd_out, unsigned int flags)
 {

@@ -100,6 +100,18 @@ bool ps__input_ended(const struct ps_xfer *x)
 	return at_eof(x, true);
 }
 
+/* The kernel looks for a pipe's reader and room before it reads the file
+ * (splice, sendfile): EPIPE or EAGAIN from a file at its end is the end of
+ * input all the same, reader or room or not, as it is into a socket. The
+ * SIGPIPE an EPIPE sent is taken back as for a failed move. */
+bool ps__ended_anyway(struct ps_xfer *x, int err)
+{
+	if ((err != EPIPE && err != EAGAIN) || !ps__input_ended(x))
+		return false;
+	x->raised |= err == EPIPE;
+	return true;
+}
+
 /* Which side a two-sided call (copy_file_range, sendfile) failed on. Errors
  * that only writing produces are the output's; for the rest, read one byte
  * of the input where the call read: if that fails too, the input failed. */

@@ -22,7 +22,8 @@ src=$out/psplice-$version
 # Everything but what builds leave (the build directories, wherever OUT
 # is) and the repository; debian/rules clean runs first anyway.
 (cd "$top" && tar -cf - --exclude-vcs --exclude=./build --exclude=./build-asan \
-	--exclude=./build-tsan --exclude="./${out#"$top"/}" .) | tar -xf - -C "$src"
+	--exclude=./build-tsan --exclude=./build-fuzz --exclude=./build-cover \
+	--exclude="./${out#"$top"/}" .) | tar -xf - -C "$src"
 
 echo "deb: dpkg-buildpackage -us -uc -b in $src (log: $out/build.log)"
 if ! (cd "$src" && dpkg-buildpackage -us -uc -b) >"$out/build.log" 2>&1; then

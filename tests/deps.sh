@@ -25,6 +25,12 @@ check)
 	want tar tar
 	# t_cli_completion.sh drives the completion with bash-completion's helpers.
 	[ -r /usr/share/bash-completion/bash_completion ] || need="$need bash-completion"
+	# The fuzzers: clang's libFuzzer (libclang-rt-14-dev) and llvm-cov.
+	want clang clang
+	want llvm-cov-14 llvm-14
+	command -v clang >/dev/null 2>&1 &&
+		[ -e "$(clang -print-resource-dir)/lib/linux/libclang_rt.fuzzer-x86_64.a" ] ||
+		need="$need libclang-rt-14-dev"
 	# gcc's sanitizer runtimes come with gcc; make sure they are there.
 	[ -e "$(gcc -print-file-name=libasan.so)" ] || need="$need libasan8"
 	[ -e "$(gcc -print-file-name=libtsan.so)" ] || need="$need libtsan2"

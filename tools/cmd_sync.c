@@ -22,21 +22,6 @@ static const struct option longopts[] = {
 	CLI_COMMON_LONGOPTS
 };
 
-/* OFF:LEN; LEN 0 or empty means to end of file. */
-static int parse_range(const char *arg, int64_t *off, int64_t *len)
-{
-	const char *colon = strchr(arg, ':');
-	char head[64];
-
-	if (!colon || (size_t)(colon - arg) >= sizeof(head))
-		return -1;
-	memcpy(head, arg, (size_t)(colon - arg));
-	head[colon - arg] = '\0';
-	*off = cli_parse_size(head);
-	*len = colon[1] ? cli_parse_size(colon + 1) : 0;
-	return *off < 0 || *len < 0 ? -1 : 0;
-}
-
 /* Like sync(1): a file we may not write is still opened for reading. */
 static int open_any(const char *path)
 {
@@ -90,7 +75,7 @@ static int sync_main(const struct cli_cmd *cmd, int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "r:v", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'r':
-			if (parse_range(optarg, &off, &len) < 0)
+			if (cli_parse_range(optarg, &off, &len) < 0)
 				cli_usage_error(cmd, "invalid range %s (want OFF:LEN)",
 						cli_quote(optarg));
 			break;

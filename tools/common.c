@@ -278,13 +278,76 @@ int64_t cli_parse_size(const char *s)
 	return (int64_t)(n << shift);
 }
 
+/* OFF:LEN; LEN 0 or empty means to end of file. */
+int cli_parse_range(const char *arg, int64_t *off, int64_t *len)
+{
+	const char *colon = strchr(arg, ':');
+	char head[64];
+
+	if (!colon || (size_t)(colon - arg) >= sizeof(head))
+		return -1;
+	memcpy(head, arg, (size_t)(colon - arg));
+	head[colon - arg] = '\0';
+	*off = cli_parse_size(head);
+	*len = colon[1] ? cli_parse_size(colon + 1) : 0;
+	return *off < 0 || *len < 0 ? -1 : 0;
+}
+
+/* The text of "[v6]:port" or "host:port" cut into host and port, with no
+ * lookup; -1 with *why set when malformed. */
+int cli_split_addr(const char *s, char *host, size_t size, const char **port, bool passive,
+		   const char **why)
+{
+	const char *end;
+	size_t hl;
+
+	if (*s == '[') {
+		end = strchr(s, ']');
+		if (!end || end[1] != ':') {
+			*why = "want [IPv6]:PORT";
+			return -1;
+		}
+		*port = end + 2;
+		s++;
+	} else {
+		end = strrchr(s, ':');
+		if (!end) {
+			*why = "want HOST:PORT, [IPv6]:PORT or unix:PATH";
+			return -1;
+		}
+		*port = end + 1;
+	}
+	hl = (size_t)(end - s);
+	if (!hl || hl >= size || !**port) {
+		*why = "want HOST:PORT, [IPv6]:PORT or unix:PATH";
+		return -1;
+	}
+	memcpy(host, s, hl);
+	host[hl] = '\0';
+	/* getaddrinfo takes a number modulo 65536 (99999 is 34463); port 0
+	 * means "any" to bind and nothing to connect to. A name ("http") is
+	 * the services database's. */
+	if (strspn(*port, "0123456789") == strlen(*port)) {
+		unsigned long p = strtoul(*port, NULL, 10);
+
+		if (strlen(*port) > 5 || p > 65535) {
+			*why = "port out of range (0 to 65535)";
+			return -1;
+		}
+		if (!p && !passive) {
+			*why = "port 0 is not a port to connect to";
+			return -1;
+		}
+	}
+	return 0;
+}
+
 /* "unix:/path", "[v6]:port", "host:port" -> a socket address. */
 int cli_parse_addr(const char *s, struct cli_addr *a, bool passive, const char **why)
 {
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *ai;
 	char host[256];
-	const char *port, *end;
-	size_t hl;
+	const char *port;
 	int err;
 
 	memset(a, 0, sizeof(*a));
@@ -301,44 +364,8 @@ int cli_parse_addr(const char *s, struct cli_addr *a, bool passive, const char *
 		a->len = sizeof(*un);
 		return 0;
 	}
-	if (*s == '[') {
-		end = strchr(s, ']');
-		if (!end || end[1] != ':') {
-			*why = "want [IPv6]:PORT";
-			return -1;
-		}
-		port = end + 2;
-		s++;
-	} else {
-		end = strrchr(s, ':');
-		if (!end) {
-			*why = "want HOST:PORT, [IPv6]:PORT or unix:PATH";
-			return -1;
-		}
-		port = end + 1;
-	}
-	hl = (size_t)(end - s);
-	if (!hl || hl >= sizeof(host) || !*port) {
-		*why = "want HOST:PORT, [IPv6]:PORT or unix:PATH";
+	if (cli_split_addr(s, host, sizeof(host), &port, passive, why) < 0)
 		return -1;
-	}
-	memcpy(host, s, hl);
-	host[hl] = '\0';
-	/* getaddrinfo takes a number modulo 65536 (99999 is 34463); port 0
-	 * means "any" to bind and nothing to connect to. A name ("http") is
-	 * the services database's. */
-	if (strspn(port, "0123456789") == strlen(port)) {
-		unsigned long p = strtoul(port, NULL, 10);
-
-		if (strlen(port) > 5 || p > 65535) {
-			*why = "port out of range (0 to 65535)";
-			return -1;
-		}
-		if (!p && !passive) {
-			*why = "port 0 is not a port to connect to";
-			return -1;
-		}
-	}
 	if (passive)
 		hints.ai_flags = AI_PASSIVE;
 	err = getaddrinfo(host, port, &hints, &ai);

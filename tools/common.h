@@ -82,6 +82,10 @@ struct psplice_pair *cli_pair(int fd_in, int fd_out, unsigned int flags,
 int cli_pair_copy(struct psplice_pair *p, int64_t *off_in, int fd_in, int fd_out,
 		  uint64_t len, unsigned int flags, struct cli_copy *c);
 
+/* OFF:LEN (sizes as cli_parse_size takes them); LEN 0 or empty means to
+ * end of file. -1 when malformed. */
+int cli_parse_range(const char *arg, int64_t *off, int64_t *len);
+
 /* A stream socket address as given on the command line. */
 struct cli_addr {
 	struct sockaddr_storage ss;
@@ -91,6 +95,10 @@ struct cli_addr {
 /* "unix:/path", "[v6]:port", "host:port" -> a socket address; passive for
  * one to listen on. -1 with *why set when malformed or unknown. */
 int cli_parse_addr(const char *s, struct cli_addr *a, bool passive, const char **why);
+/* Its "[v6]:port" or "host:port" text cut into host (size bytes) and
+ * port, checked, with no lookup. -1 with *why set when malformed. */
+int cli_split_addr(const char *s, char *host, size_t size, const char **port, bool passive,
+		   const char **why);
 /* A blocking stream socket connected to ADDR (--to); -1 when it cannot be
  * reached, said on stderr. An invalid ADDR is a usage error of cmd. */
 int cli_connect(const struct cli_cmd *cmd, const char *arg);
