@@ -301,6 +301,20 @@ pid_t t_drain_check(int fd, uint64_t n, uint32_t seed)
 	_exit(0);
 }
 
+pid_t t_fork_closing(int other, unsigned int secs)
+{
+	pid_t pid;
+
+	fflush(NULL);
+	pid = fork();
+	T_OK(pid);
+	if (pid == 0) {
+		close(other);
+		alarm(secs);
+	}
+	return pid;
+}
+
 bool t_wait(pid_t pid)
 {
 	int st;

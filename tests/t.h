@@ -85,6 +85,9 @@ pid_t t_feed(int fd, uint64_t n, uint32_t seed);
  * length n; t_wait returns true when the child said so. */
 pid_t t_drain_check(int fd, uint64_t n, uint32_t seed);
 bool t_wait(pid_t pid);
+/* fork(), and in the child close other (a peer's end it must not hold
+ * open) and arm alarm(secs): 0 in the child, the pid in the parent. */
+pid_t t_fork_closing(int other, unsigned int secs);
 
 bool t_root(void);
 int64_t t_pos(int fd);

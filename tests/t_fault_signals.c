@@ -68,16 +68,11 @@ static pid_t slow_drain(int fd, int other)
 {
 	static uint8_t buf[8192];
 	uint64_t got = 0;
+	pid_t pid = t_fork_closing(other, 100);
 	ssize_t n;
-	pid_t pid;
 
-	fflush(NULL);
-	pid = fork();
-	T_OK(pid);
 	if (pid)
 		return pid;
-	close(other);
-	alarm(100);
 	for (unsigned int i = 0;; i++) {
 		n = read(fd, buf, 1 + (i * 2654435761u) % sizeof(buf));
 		if (n < 0 && errno == EINTR)

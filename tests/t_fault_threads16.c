@@ -77,12 +77,27 @@ static void *file_worker(void *arg)
 	return NULL;
 }
 
-static void file_pair(void)
+/* Run fn in THREADS threads on s; the bytes they moved, in all. */
+static uint64_t run_threads(struct shared *s, void *(*fn)(void *))
 {
-	struct shared s = { 0 };
 	struct worker w[THREADS];
 	pthread_t tid[THREADS];
 	uint64_t total = 0;
+
+	for (int i = 0; i < THREADS; i++) {
+		w[i] = (struct worker){ .s = s, .id = i };
+		T_EQ(pthread_create(&tid[i], NULL, fn, &w[i]), 0);
+	}
+	for (int i = 0; i < THREADS; i++) {
+		T_EQ(pthread_join(tid[i], NULL), 0);
+		total += s->moved[i];
+	}
+	return total;
+}
+
+static void file_pair(void)
+{
+	struct shared s = { 0 };
 
 	s.in = t_make_file(t_path("src"), SIZE, SEED);
 	s.out = open(t_path("dst"), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -92,15 +107,7 @@ static void file_pair(void)
 	s.pair = psplice_pair_new(s.in, s.out, 0);
 	T_ASSERT(s.pair);
 	T_EQ(pthread_barrier_init(&s.go, NULL, THREADS), 0);
-	for (int i = 0; i < THREADS; i++) {
-		w[i] = (struct worker){ .s = &s, .id = i };
-		T_EQ(pthread_create(&tid[i], NULL, file_worker, &w[i]), 0);
-	}
-	for (int i = 0; i < THREADS; i++) {
-		T_EQ(pthread_join(tid[i], NULL), 0);
-		total += s.moved[i];
-	}
-	T_EQ_U(total, SIZE);
+	T_EQ_U(run_threads(&s, file_worker), SIZE);
 	T_EQ(t_pos(s.in), POS);
 	T_EQ(t_pos(s.out), POS);
 	T_EQ(lseek(s.out, 0, SEEK_END), (off_t)SIZE);
@@ -134,9 +141,6 @@ static void *stream_worker(void *arg)
 static void stream_pair(void)
 {
 	struct shared s = { 0 };
-	struct worker w[THREADS];
-	pthread_t tid[THREADS];
-	uint64_t total = 0;
 	int u[2], d[2];
 	pid_t feed, drain;
 
@@ -148,15 +152,7 @@ static void stream_pair(void)
 	close(d[1]);
 	s.pair = psplice_pair_new(u[0], d[0], 0);
 	T_ASSERT(s.pair);
-	for (int i = 0; i < THREADS; i++) {
-		w[i] = (struct worker){ .s = &s, .id = i };
-		T_EQ(pthread_create(&tid[i], NULL, stream_worker, &w[i]), 0);
-	}
-	for (int i = 0; i < THREADS; i++) {
-		T_EQ(pthread_join(tid[i], NULL), 0);
-		total += s.moved[i];
-	}
-	T_EQ_U(total, STREAM);
+	T_EQ_U(run_threads(&s, stream_worker), STREAM);
 	T_EQ(psplice_pair_pending(s.pair), 0);
 	psplice_pair_free(s.pair);
 	T_EQ(psplice_last()->parked_len, 0);
