@@ -44,7 +44,7 @@ TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 TEST_HELP := $(BUILD)/tests/helpers.o
 
 .PHONY: all lib tools tests check check-quick check-asan check-tsan check-valgrind check-abi \
-	demo install install-check clean deps deps-demo deps-deb bench deb deb-check
+	demo install install-check clean deps deps-demo deps-deb bench deb deb-check stress
 all: lib tools
 
 lib: $(BUILD)/libpsplice.a $(BUILD)/$(SONAME)
@@ -175,6 +175,21 @@ bench: tools
 	$(Q)mkdir -p bench/results
 	$(Q)$(BUILD)/psplice bench $(if $(QUICK),--quick) $(if $(BENCH_ONLY),--only $(BENCH_ONLY)) \
 		--out bench/results
+
+# Load and faults for a fixed time, loopback only (tests/stress/stress.c):
+# the relay under STRESS_CONNS (1000) connections for STRESS_TIME (60)
+# seconds, a third closing early and a third resetting, and cp -r of
+# STRESS_FILES (10000) files onto a tmpfs another process fills. Fails if a
+# byte is lost or the relay's memory, fds and pipes do not come back.
+$(BUILD)/stress: tests/stress/stress.c
+	@mkdir -p $(@D)
+	$(call say,CC,$<)
+	$(Q)$(CC) $(APP_CFLAGS) $(LDFLAGS) -o $@ $<
+
+stress: tools $(BUILD)/stress
+	$(Q)mkdir -p $(BUILD)/scratch
+	$(Q)d=$$(mktemp -d $(BUILD)/scratch/stress-XXXXXX) && \
+		$(BUILD)/stress $(BUILD)/psplice $$d; rc=$$?; rm -rf $$d; exit $$rc
 
 clean:
 	$(Q)rm -rf build build-asan build-tsan
