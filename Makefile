@@ -116,14 +116,21 @@ check-asan:
 
 check-tsan:
 	$(Q)$(MAKE) --no-print-directory BUILD=build-tsan CC=gcc SAN="-fsanitize=thread" \
-		OPT="-O1 -g" build-tsan/tests/t_threads build-tsan/tests/t_pending
-	$(Q)TSAN_OPTIONS=halt_on_error=1 sh tests/run.sh build-tsan t_threads t_pending
+		OPT="-O1 -g" build-tsan/tests/t_threads build-tsan/tests/t_pending \
+		$(FAULT_TSAN_TESTS:%=build-tsan/tests/%)
+	$(Q)TSAN_OPTIONS=halt_on_error=1 sh tests/run.sh build-tsan t_threads t_pending \
+		$(FAULT_TSAN_TESTS)
 
 # Memory errors and leaks in the plain build, on the tests whose syscalls
 # valgrind knows (it does not know cachestat, used by the sync tests).
 VALGRIND_TESTS := t_basic t_badinput t_fail_epipe t_fail_enospc t_fail_eisdir \
 	t_pitfall_stranded t_pitfall_append t_pitfall_overlap t_pitfall_sigpipe \
 	t_pitfall_tty t_fail_eintr t_threads t_pair t_contract_edges t_pending t_tee
+# The real-fault tests (tests/t_fault_*.c): those with threads also under
+# TSan; the fast ones under valgrind (the signal storm is too slow there).
+FAULT_TSAN_TESTS := t_fault_threads16 t_fault_truncate
+VALGRIND_TESTS += t_fault_rlimit t_fault_odirect t_fault_pipesize t_fault_ext4 \
+	t_fault_truncate
 check-valgrind: tests
 	$(Q)PSPLICE_TEST_WRAP="valgrind -q --error-exitcode=99 --leak-check=full \
 		--errors-for-leak-kinds=definite" sh tests/run.sh $(BUILD) $(VALGRIND_TESTS)
