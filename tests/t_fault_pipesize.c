@@ -145,7 +145,8 @@ static void slow_pair(void)
 			T_FAILED("%s on side %s", strerror(r.error), psplice_side_name(r.side));
 		/* The reader takes a little every few moves. */
 		if (i % 4 == 0 || n < 0) {
-			n = recv(d[1], buf + got, 3000, MSG_DONTWAIT);
+			n = recv(d[1], buf + got, N - got < 3000 ? (size_t)(N - got) : 3000,
+				 MSG_DONTWAIT);
 			if (n > 0)
 				got += (uint64_t)n;
 		}
