@@ -17,6 +17,7 @@
  * it says, with the positions where it says. */
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -167,7 +168,7 @@ static void one_case(enum out_kind k, enum change ch, bool to_eof)
 struct mutator {
 	pthread_t tid;
 	int fd;
-	volatile bool stop;
+	atomic_bool stop;
 	unsigned long changes;
 };
 
@@ -177,7 +178,7 @@ static void *mutator_main(void *arg)
 	uint64_t size = S, next;
 	uint32_t x = 12345;
 
-	while (!m->stop) {
+	while (!atomic_load(&m->stop)) {
 		x = x * 1103515245u + 12345u;
 		next = (uint64_t)(x >> 8) % (S / 4096 + 1) * 4096;
 		if (next < size)
@@ -227,7 +228,7 @@ static void racing(void)
 			T_ASSERT(t_check_fd(out, 0, r.out_bytes, SEED, 0));
 		}
 	}
-	m.stop = true;
+	atomic_store(&m.stop, true);
 	T_EQ(pthread_join(m.tid, NULL), 0);
 	T_ASSERT(m.changes > 0);
 	close(m.fd);
