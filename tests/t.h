@@ -60,6 +60,8 @@ const char *t_dir(int argc, char **argv);
 const char *t_tmpfs_dir(void);
 /* A path inside the scratch directory; static storage, rotating. */
 const char *t_path(const char *name);
+/* The same inside dir. */
+const char *t_path_in(const char *dir, const char *name);
 
 /* The test byte stream: byte i of stream seed is t_byte(seed, i). */
 uint8_t t_byte(uint32_t seed, uint64_t i);
@@ -149,6 +151,13 @@ int64_t t_sectors_written(const char *stat_path);
  * in path. Returns an O_RDWR fd on the device, or -1 and errno (ENOENT:
  * no loop support). */
 int t_loop_attach(int img_fd, char *path, size_t n);
+/* A filesystem made by the shell command `MKFS DEVICE` (e.g. "mkfs.ext4
+ * -q -F") on a loop device over an image of size bytes in the scratch
+ * directory, mounted as t_mount(name, device, fstype, opts) does; the loop
+ * device detaches once unmounted. Skips the test when there are no loop
+ * devices; fails it when mkfs or the mount fails. */
+const char *t_mkfs_mount(const char *name, uint64_t size, const char *mkfs,
+			 const char *fstype, const char *opts);
 /* mount(2) source of type fstype with options opts on a new directory NAME
  * in the scratch directory, in this test's own mount namespace (as
  * t_mount_tmpfs); unmounted at exit, last mounted first. NULL and errno. */

@@ -33,34 +33,7 @@ static int src;
 
 static const char *at(const char *name)
 {
-	static char p[2][4200];
-	static int i;
-
-	i ^= 1;
-	snprintf(p[i], sizeof(p[i]), "%s/%s", fs, name);
-	return p[i];
-}
-
-static const char *make_fs(void)
-{
-	char dev[64], cmd[256];
-	const char *dir;
-	int img, loop;
-
-	img = open(t_path("ext4.img"), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	T_OK(img);
-	T_OK(ftruncate(img, (off_t)IMAGE));
-	loop = t_loop_attach(img, dev, sizeof(dev));
-	T_SKIP_IF(loop < 0 && (errno == ENOENT || errno == ENODEV), "no loop devices");
-	T_OK(loop);
-	close(img);
-	snprintf(cmd, sizeof(cmd), "mkfs.ext4 -q -F -m 0 %s >/dev/null 2>&1", dev);
-	T_EQ(system(cmd), 0);
-	dir = t_mount("ext4", dev, "ext4", NULL);
-	if (!dir)
-		T_FAILED("mount %s: %s", dev, strerror(errno));
-	close(loop);
-	return dir;
+	return t_path_in(fs, name);
 }
 
 static int create(const char *name)
@@ -247,7 +220,7 @@ int main(int argc, char **argv)
 	T_SKIP_IF(system("command -v mkfs.ext4 >/dev/null 2>&1") != 0,
 		  "needs mkfs.ext4 (e2fsprogs)");
 	alarm(250);
-	fs = make_fs();
+	fs = t_mkfs_mount("ext4", IMAGE, "mkfs.ext4 -q -F -m 0", "ext4", NULL);
 	src = t_make_file(t_path("src"), N, SEED);
 	before = t_count_fds();
 	for (size_t w = 0; w < sizeof(ways) / sizeof(ways[0]); w++) {

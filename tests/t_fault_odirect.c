@@ -32,12 +32,7 @@ static const char *dir;
 
 static const char *at(const char *name)
 {
-	static char p[2][4200];
-	static int i;
-
-	i ^= 1;
-	snprintf(p[i], sizeof(p[i]), "%s/%s", dir, name);
-	return p[i];
+	return t_path_in(dir, name);
 }
 
 static int open_direct(const char *name, int flags)
