@@ -732,3 +732,17 @@ const char *t_mkfs_mount(const char *name, uint64_t size, const char *mkfs,
 	close(loop);
 	return dir;
 }
+
+void t_check_rest(int fd, uint64_t from, uint64_t total, uint32_t seed)
+{
+	size_t want = (size_t)(total - from);
+	uint8_t *buf = malloc(want + 1);
+	ssize_t n;
+
+	T_ASSERT(buf);
+	n = recv(fd, buf, want + 1, MSG_DONTWAIT | MSG_WAITALL);
+	T_EQ_U(from + (uint64_t)(n > 0 ? n : 0), total);
+	if (n > 0)
+		T_ASSERT(t_check_buf(buf, (size_t)n, seed, from));
+	free(buf);
+}
