@@ -15,6 +15,10 @@ check)
 	want mkfs.xfs xfsprogs
 	want losetup mount
 	want filefrag e2fsprogs
+	# t_fault_ext4 makes an ext4 on a loop image; make stress mounts a
+	# tmpfs in a mount namespace of its own (unshare).
+	want mkfs.ext4 e2fsprogs
+	want unshare util-linux
 	want curl curl
 	want iperf3 iperf3
 	want python3 python3

@@ -105,14 +105,19 @@ const char *t_tmpfs_dir(void)
 	return tmpfs_scratch;
 }
 
-const char *t_path(const char *name)
+const char *t_path_in(const char *dir, const char *name)
 {
 	static char paths[8][4200];
 	static int next;
 	char *p = paths[next++ % 8];
 
-	snprintf(p, 4200, "%s/%s", scratch[0] ? scratch : "/tmp", name);
+	snprintf(p, 4200, "%s/%s", dir, name);
 	return p;
+}
+
+const char *t_path(const char *name)
+{
+	return t_path_in(scratch[0] ? scratch : "/tmp", name);
 }
 
 uint8_t t_byte(uint32_t seed, uint64_t i)
@@ -299,6 +304,20 @@ pid_t t_drain_check(int fd, uint64_t n, uint32_t seed)
 	if (read(fd, &extra, 1) != 0)
 		_exit(2);
 	_exit(0);
+}
+
+pid_t t_fork_closing(int other, unsigned int secs)
+{
+	pid_t pid;
+
+	fflush(NULL);
+	pid = fork();
+	T_OK(pid);
+	if (pid == 0) {
+		close(other);
+		alarm(secs);
+	}
+	return pid;
 }
 
 bool t_wait(pid_t pid)
@@ -687,4 +706,43 @@ void t_assert_settled(int fd)
 		return;
 	T_EQ(c.dirty, 0);
 	T_EQ(c.writeback, 0);
+}
+
+const char *t_mkfs_mount(const char *name, uint64_t size, const char *mkfs,
+			 const char *fstype, const char *opts)
+{
+	char dev[64], cmd[512], img_name[64];
+	const char *dir;
+	int img, loop;
+
+	snprintf(img_name, sizeof(img_name), "%.40s.img", name);
+	img = open(t_path(img_name), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	T_OK(img);
+	T_OK(ftruncate(img, (off_t)size));
+	loop = t_loop_attach(img, dev, sizeof(dev));
+	T_SKIP_IF(loop < 0 && (errno == ENOENT || errno == ENODEV), "no loop devices");
+	T_OK(loop);
+	close(img);
+	snprintf(cmd, sizeof(cmd), "%s %s >/dev/null 2>&1", mkfs, dev);
+	T_EQ(system(cmd), 0);
+	dir = t_mount(name, dev, fstype, opts);
+	if (!dir)
+		T_FAILED("mount %s: %s", dev, strerror(errno));
+	/* The mount holds the device now; it detaches once unmounted. */
+	close(loop);
+	return dir;
+}
+
+void t_check_rest(int fd, uint64_t from, uint64_t total, uint32_t seed)
+{
+	size_t want = (size_t)(total - from);
+	uint8_t *buf = malloc(want + 1);
+	ssize_t n;
+
+	T_ASSERT(buf);
+	n = recv(fd, buf, want + 1, MSG_DONTWAIT | MSG_WAITALL);
+	T_EQ_U(from + (uint64_t)(n > 0 ? n : 0), total);
+	if (n > 0)
+		T_ASSERT(t_check_buf(buf, (size_t)n, seed, from));
+	free(buf);
 }

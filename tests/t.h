@@ -60,6 +60,8 @@ const char *t_dir(int argc, char **argv);
 const char *t_tmpfs_dir(void);
 /* A path inside the scratch directory; static storage, rotating. */
 const char *t_path(const char *name);
+/* The same inside dir. */
+const char *t_path_in(const char *dir, const char *name);
 
 /* The test byte stream: byte i of stream seed is t_byte(seed, i). */
 uint8_t t_byte(uint32_t seed, uint64_t i);
@@ -85,6 +87,9 @@ pid_t t_feed(int fd, uint64_t n, uint32_t seed);
  * length n; t_wait returns true when the child said so. */
 pid_t t_drain_check(int fd, uint64_t n, uint32_t seed);
 bool t_wait(pid_t pid);
+/* fork(), and in the child close other (a peer's end it must not hold
+ * open) and arm alarm(secs): 0 in the child, the pid in the parent. */
+pid_t t_fork_closing(int other, unsigned int secs);
 
 bool t_root(void);
 int64_t t_pos(int fd);
@@ -99,6 +104,9 @@ void t_fill_fd(int fd, uint64_t n, uint32_t seed);
 /* Write stream seed into the non-blocking fd until it would block (at most
  * 1 GiB); returns how many bytes went in. */
 uint64_t t_fill_full(int fd, uint32_t seed);
+/* What a socket still holds, without waiting, is exactly stream seed from
+ * offset from to offset total (a test assertion). */
+void t_check_rest(int fd, uint64_t from, uint64_t total, uint32_t seed);
 /* True if buf holds n bytes of stream seed from stream offset soff. */
 bool t_check_buf(const void *buf, size_t n, uint32_t seed, uint64_t soff);
 /* Mount a tmpfs with the mount option size=SIZE (e.g. "1m") on a new
@@ -146,6 +154,13 @@ int64_t t_sectors_written(const char *stat_path);
  * in path. Returns an O_RDWR fd on the device, or -1 and errno (ENOENT:
  * no loop support). */
 int t_loop_attach(int img_fd, char *path, size_t n);
+/* A filesystem made by the shell command `MKFS DEVICE` (e.g. "mkfs.ext4
+ * -q -F") on a loop device over an image of size bytes in the scratch
+ * directory, mounted as t_mount(name, device, fstype, opts) does; the loop
+ * device detaches once unmounted. Skips the test when there are no loop
+ * devices; fails it when mkfs or the mount fails. */
+const char *t_mkfs_mount(const char *name, uint64_t size, const char *mkfs,
+			 const char *fstype, const char *opts);
 /* mount(2) source of type fstype with options opts on a new directory NAME
  * in the scratch directory, in this test's own mount namespace (as
  * t_mount_tmpfs); unmounted at exit, last mounted first. NULL and errno. */

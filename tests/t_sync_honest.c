@@ -21,26 +21,8 @@ static uint64_t page;
  * and with a journal commit interval longer than the test. */
 static const char *make_fs(void)
 {
-	char dev[64], cmd[256];
-	const char *dir;
-	int img, loop;
-
-	img = open(t_path("image"), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	T_OK(img);
-	T_OK(ftruncate(img, (off_t)512 << 20));
-	loop = t_loop_attach(img, dev, sizeof(dev));
-	T_SKIP_IF(loop < 0 && (errno == ENOENT || errno == ENODEV), "no loop devices");
-	T_OK(loop);
-	close(img);
-	snprintf(cmd, sizeof(cmd), "mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0,"
-		 "nodiscard %s >/dev/null 2>&1", dev);
-	T_EQ(system(cmd), 0);
-	dir = t_mount("fs", dev, "ext4", "commit=600");
-	if (!dir)
-		T_FAILED("mount %s: %s", dev, strerror(errno));
-	/* The mount holds the device now; it detaches once unmounted. */
-	close(loop);
-	return dir;
+	return t_mkfs_mount("fs", (uint64_t)512 << 20, "mkfs.ext4 -q -F -E lazy_itable_init=0,"
+			    "lazy_journal_init=0,nodiscard", "ext4", "commit=600");
 }
 
 static uint64_t dirty_bytes(int fd)

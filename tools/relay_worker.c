@@ -96,6 +96,12 @@ static void accept_some(struct worker *w)
 		atomic_fetch_sub(&w->r->open, 1);
 		if (errno == EINTR || errno == ECONNABORTED)
 			continue;
+		/* Draining: another worker shut the shared listener down,
+		 * which wakes this one too; not an error to report. */
+		if (errno == EINVAL && atomic_load(&w->r->draining)) {
+			listener_on(w, false);
+			return;
+		}
 		if (errno != EAGAIN) {
 			/* Out of fds: the queue stays readable, so pause
 			 * rather than spin on it. */
