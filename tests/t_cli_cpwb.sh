@@ -83,8 +83,13 @@ rc_is $LINENO 1; [ ! -e bad ] || fail $LINENO "copied anyway"
 # --- a memory cgroup with a 64 MiB limit -------------------------------------
 # Its threshold is a tenth (or what vm.dirty_background_* says) of what the
 # cgroup may fill, a few MiB: the same 16 MiB copy is now paced.
-cg=
-cli_cleanup() { [ -n "$cg" ] && rmdir "$cg" 2>/dev/null; }
+cg= handed=
+cli_cleanup() {
+	[ -n "$cg" ] && rmdir "$cg" 2>/dev/null
+	# the memory controller, if this test handed it down, is taken back
+	[ -n "$handed" ] && echo -memory >"$handed/cgroup.subtree_control" 2>/dev/null
+	return 0
+}
 # make_cg: a child of our memory cgroup limited to 64 MiB, in $cg; else why.
 make_cg() {
 	p=$(sed -n 's/^0:://p' /proc/self/cgroup)
@@ -93,11 +98,13 @@ make_cg() {
 		grep -qw memory "$root$p/cgroup.controllers" || continue
 		# a v2 child gets the memory controller only from a parent that
 		# hands it down (and a parent with processes cannot, but the root)
-		grep -qw memory "$root$p/cgroup.subtree_control" ||
+		if ! grep -qw memory "$root$p/cgroup.subtree_control"; then
 			echo +memory >"$root$p/cgroup.subtree_control" 2>/dev/null || continue
+			handed=$root$p
+		fi
 		cg=$root${p%/}/psplice-cpwb.$$
 		mkdir "$cg" 2>/dev/null && echo 64M >"$cg/memory.max" && return 0
-		cli_cleanup; cg=
+		cli_cleanup; cg= handed=
 	done
 	p=$(sed -n 's/^[0-9]*:\(.*,\)\{0,1\}memory\(,[^:]*\)\{0,1\}://p' /proc/self/cgroup)
 	[ -n "$p" ] && [ -d "/sys/fs/cgroup/memory$p" ] || {
@@ -106,7 +113,7 @@ make_cg() {
 	}
 	cg=/sys/fs/cgroup/memory${p%/}/psplice-cpwb.$$
 	mkdir "$cg" 2>/dev/null && echo 64M >"$cg/memory.limit_in_bytes" && return 0
-	cli_cleanup; cg=
+	cli_cleanup; cg= handed=
 	why="cannot make a memory cgroup with a limit in /sys/fs/cgroup/memory$p"
 	return 1
 }
