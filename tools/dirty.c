@@ -43,32 +43,28 @@ static bool read_u64(const char *path, uint64_t *v)
 	return ok;
 }
 
-/* The number after key in "key N" (memory.stat) or "Key: N kB"
- * (/proc/meminfo) lines; 0 when there is none. */
-static uint64_t read_key(const char *path, const char *key)
+/* The numbers after each of keys (NULL-terminated) in "key N" (memory.stat)
+ * or "Key: N kB" (/proc/meminfo) lines, into v; 0 for a key not there. */
+static void read_keys(const char *path, const char *const *keys, uint64_t *v)
 {
-	size_t n = strlen(key), cap = 0;
+	size_t n, cap = 0;
 	char *line = NULL;
-	uint64_t v = 0;
 	FILE *f = fopen(path, "re");
 
+	for (int k = 0; keys[k]; k++)
+		v[k] = 0;
 	if (!f)
-		return 0;
+		return;
 	while (getline(&line, &cap, f) > 0) {
-		if (!strncmp(line, key, n) && (line[n] == ' ' || line[n] == ':')) {
-			if (sscanf(line + n + 1, " %" SCNu64, &v) != 1)
-				v = 0;
-			break;
+		for (int k = 0; keys[k]; k++) {
+			n = strlen(keys[k]);
+			if (!strncmp(line, keys[k], n) && (line[n] == ' ' || line[n] == ':') &&
+			    sscanf(line + n + 1, " %" SCNu64, &v[k]) != 1)
+				v[k] = 0;
 		}
 	}
 	free(line);
 	fclose(f);
-	return v;
-}
-
-static uint64_t meminfo(const char *key)
-{
-	return read_key("/proc/meminfo", key) * 1024;
 }
 
 static void read_vm(struct vm_dirty *vm)
@@ -173,25 +169,34 @@ static uint64_t headroom_v2(char *dir, size_t n)
 
 static bool read_memcg(struct memcg *m)
 {
+	static const char *const v2_keys[] = {
+		"active_file", "inactive_file", "file_dirty", "file_writeback", NULL
+	};
+	static const char *const v1_keys[] = {
+		"total_active_file", "total_inactive_file", "total_dirty",
+		"total_writeback", "hierarchical_memory_limit", NULL
+	};
 	char dir[PATH_MAX], stat[PATH_MAX + 32];
-	uint64_t limit, used = 0;
+	uint64_t limit, used = 0, v[5];
 	bool v2;
 
 	if (!memcg_dir(dir, sizeof(dir), &v2))
 		return false;
 	snprintf(stat, sizeof(stat), "%s/memory.stat", dir);
 	if (v2) {
-		m->file = read_key(stat, "active_file") + read_key(stat, "inactive_file");
-		m->dirty = read_key(stat, "file_dirty") + read_key(stat, "file_writeback");
+		read_keys(stat, v2_keys, v);
+		m->file = v[0] + v[1];
+		m->dirty = v[2] + v[3];
 		m->headroom = headroom_v2(dir, sizeof(dir));
 		return true;
 	}
 	/* v1 throttles a cgroup's writers by reclaim, not by dirty limits of
 	 * its own; the same rule is applied to its limit (with its parents',
 	 * hierarchical_memory_limit) all the same. */
-	m->file = read_key(stat, "total_active_file") + read_key(stat, "total_inactive_file");
-	m->dirty = read_key(stat, "total_dirty") + read_key(stat, "total_writeback");
-	limit = read_key(stat, "hierarchical_memory_limit");
+	read_keys(stat, v1_keys, v);
+	m->file = v[0] + v[1];
+	m->dirty = v[2] + v[3];
+	limit = v[4];
 	snprintf(stat, sizeof(stat), "%s/memory.usage_in_bytes", dir);
 	read_u64(stat, &used);
 	m->headroom = limit ? limit - (used < limit ? used : limit) : UINT64_MAX;
@@ -200,13 +205,17 @@ static bool read_memcg(struct memcg *m)
 
 struct cli_dirty cli_dirty_background(void)
 {
-	uint64_t avail = meminfo("MemFree") + meminfo("Active(file)") +
-			 meminfo("Inactive(file)");
-	uint64_t dirty = meminfo("Dirty") + meminfo("Writeback"), clean, other, cg;
+	static const char *const keys[] = {
+		"MemFree", "Active(file)", "Inactive(file)", "Dirty", "Writeback", NULL
+	};
+	uint64_t v[5], avail, dirty, clean, other, cg;
 	struct cli_dirty d = { 0 };
 	struct vm_dirty vm;
 	struct memcg m;
 
+	read_keys("/proc/meminfo", keys, v);
+	avail = (v[0] + v[1] + v[2]) * 1024;  /* kB */
+	dirty = (v[3] + v[4]) * 1024;
 	read_vm(&vm);
 	d.bytes = threshold(&vm, avail, avail);
 	if (!read_memcg(&m) || m.headroom >= avail)
