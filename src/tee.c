@@ -8,466 +8,12 @@
  * memory), as a pair does; a sink splice refuses, or one with bytes pending
  * before the step's, gets the step's bytes from one copy in memory. */
 #include <errno.h>
-#include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 
-#include "internal.h"
 #include "sys.h"
-
-#define TEE_PLAN_FLAGS (PSPLICE_F_NOFALLBACK | PSPLICE_F_SIGPIPE_IGNORED)
-#define TEE_CALL_FLAGS (PSPLICE_F_NONBLOCK | PSPLICE_F_MORE)
-#define NO_SHARE SIZE_MAX
-/* A step's most without a pipe to size it by. */
-#define TEE_RW_STEP ((size_t)256 << 10)
-
-struct sink {
-	struct ps_endpoint ep;
-	struct ps_hold hold;         /* pending: in its pipe, then in memory */
-	int error;                   /* what put it out, or 0 */
-	bool nosplice;               /* splice(2) refuses it: write(2) */
-	bool tee;                    /* this step: served by tee or move */
-	size_t from;                 /* this step: its share in memory starts
-	                                there, or NO_SHARE */
-	struct psplice_result *res;  /* this step's */
-};
-
-struct psplice_tee {
-	pthread_mutex_t lock;
-	struct ps_endpoint in;
-	struct ps_pipe *src;  /* the input is spliced into it (kept from the
-	                         pool); NULL until needed, or for a pipe input */
-	bool rw;              /* the input takes no splice: read(2) */
-	bool ended;
-	bool guard;           /* block SIGPIPE around each step */
-	bool reap;            /* no guard: still take back a SIGPIPE that an
-	                         EPIPE left pending in a thread blocking it */
-	size_t hold_max;
-	unsigned int flags;   /* the planning flags */
-	struct psplice_result *step_res, *total_res;
-	size_t n;
-	struct sink sink[];
-};
-
-/* One step's state. */
-struct step {
-	struct psplice_tee *t;
-	unsigned int flags;    /* planning and per-call flags */
-	bool retry;            /* a copy: retry EINTR */
-	int fd;                /* the pipe that holds the step's bytes */
-	size_t len;            /* the most to take */
-	size_t k;              /* taken */
-	bool known;            /* k is known: the bytes are in fd (or buf) */
-	size_t consumed;       /* of them, moved out of fd already */
-	bool need_buf;         /* some sink gets its share from memory */
-	bool mem_only;         /* every sink does: the input is read(2) */
-	int side;              /* of the step's error: who would block */
-	unsigned char *buf;    /* the step's bytes, once read */
-	struct ps_pipe *tp;    /* the thread's pipe, lent for a sink's tee */
-	struct psplice_result *last;
-};
-
-static bool not_here(ssize_t n)
-{
-	return n == -EINVAL || n == -ENOSYS || n == -EOPNOTSUPP;
-}
-
-static bool live(const struct sink *s)
-{
-	return !s->error;
-}
-
-static struct ps_xfer sink_x(const struct step *st, struct sink *s, size_t len)
-{
-	return (struct ps_xfer){ .in = &st->t->in, .out = &s->ep, .len = len,
-				 .flags = st->flags, .retry_eintr = st->retry,
-				 .res = s->res, .hold = &s->hold };
-}
-
-static struct ps_xfer input_x(const struct step *st)
-{
-	return (struct ps_xfer){ .in = &st->t->in, .out = &st->t->sink[0].ep,
-				 .flags = st->flags, .res = st->last };
-}
-
-/* A sink whose move failed for good is out; EAGAIN and EINTR leave it in,
- * with its bytes pending. */
-static void settle(struct sink *s)
-{
-	int err = s->res->error;
-
-	if (err && err != EAGAIN && err != EINTR)
-		s->error = err;
-}
-
-/* Without PSPLICE_F_NONBLOCK, wait until sink s takes bytes. The pool's
- * pipes have a non-blocking read end (draining one never waits), and
- * splice(2) from one into a pipe says EAGAIN rather than wait. */
-static bool wait_out(const struct step *st, struct sink *s)
-{
-	struct pollfd p = { .fd = s->ep.fd, .events = POLLOUT };
-	int r;
-
-	if (st->flags & PSPLICE_F_NONBLOCK)
-		return false;
-	do
-		r = poll(&p, 1, -1);
-	while (r < 0 && errno == EINTR && st->retry);
-	if (r < 0)
-		return false;
-	*s->res = (struct psplice_result){ .in_bytes = s->res->in_bytes,
-					   .out_bytes = s->res->out_bytes,
-					   .method = s->res->method };
-	return true;
-}
-
-/* Deliver what sink s holds: all of it, or until it would block or fails. */
-static void deliver_pending(const struct step *st, struct sink *s)
-{
-	struct ps_xfer x;
-	size_t held;
-
-	while ((held = ps__held(&s->hold)) && !s->res->error) {
-		x = sink_x(st, s, held);
-		ps__deliver_held(&x);
-		if (s->res->error == EAGAIN && wait_out(st, s))
-			continue;
-		if (ps__held(&s->hold) == held && !s->res->error)
-			break;
-	}
-	settle(s);
-}
-
-/* n bytes of sink s's share, in memory: written now when nothing is
- * pending before them, the rest held. */
-static void serve_memory(const struct step *st, struct sink *s,
-			 const unsigned char *b, size_t n)
-{
-	struct ps_xfer x = sink_x(st, s, n);
-	size_t done = 0;
-
-	if (!ps__held(&s->hold) && !s->res->error) {
-		done = ps__write_all(&x, b, n);
-		if (done)
-			s->res->method = PSPLICE_METHOD_READWRITE;
-	}
-	if (done < n && ps__hold_bytes(&s->hold, b + done, n - done) < 0)
-		ps__fail(&x, ENOMEM, PSPLICE_SIDE_NONE);
-	settle(s);
-}
-
-/* Read exactly n bytes out of a pipe that holds them. */
-static int read_pipe(int fd, unsigned char *b, size_t n)
-{
-	size_t got = 0;
-	ssize_t r;
-
-	while (got < n) {
-		r = ps_read(fd, b + got, n - got);
-		if (r == -EINTR)
-			continue;
-		if (r <= 0)
-			return r ? (int)r : -EIO;
-		got += (size_t)r;
-	}
-	return 0;
-}
-
-static bool pipe_empty(const struct ps_pipe *p)
-{
-	int q = 0;
-
-	return ioctl(p->r, FIONREAD, &q) == 0 && q == 0;
-}
-
-/* The thread's pipe holds n bytes for sink s: the sink keeps it (within
- * the pool's budget) and delivers from it, and the thread makes or reuses
- * another for the next sink. Past the budget the bytes go to memory. */
-static void serve_pipe(struct step *st, struct sink *s, size_t n)
-{
-	struct ps_pipe *kp = ps__pipe_keep(st->tp, st->flags & PSPLICE_F_NOFALLBACK);
-	struct ps_xfer x = sink_x(st, s, n);
-	size_t size, got, c;
-	unsigned char *b;
-	int err = 0;
-
-	if (kp) {
-		st->tp = NULL;
-		s->hold.pipe = kp;
-		s->hold.in_pipe = n;
-		deliver_pending(st, s);
-		return;
-	}
-	b = ps__buf(&size);
-	if (!b)
-		err = -ENOMEM;
-	for (got = 0; got < n && !err; got += c) {
-		c = size < n - got ? size : n - got;
-		err = read_pipe(st->tp->r, b, c);
-		if (!err)
-			err = ps__hold_bytes(&s->hold, b, c);
-	}
-	if (err) {
-		ps__fail(&x, err == -ENOMEM ? ENOMEM : EIO, PSPLICE_SIDE_NONE);
-		ps__pipe_put(st->tp, true);
-		st->tp = NULL;
-		settle(s);
-		return;
-	}
-	deliver_pending(st, s);
-}
-
-/* Tee the step's bytes to sink s through the thread's pipe. The first tee
- * out of an input pipe takes what is there and so says how many bytes the
- * step has. A short one (the input pipe has more slots than ours) leaves
- * the rest of the share to memory. */
-static int serve_tee(struct step *st, struct sink *s)
-{
-	unsigned int fl = st->known ? SPLICE_F_NONBLOCK : st->flags & PSPLICE_F_NONBLOCK;
-	ssize_t r;
-	int err;
-
-	if (!st->tp && (err = ps__pipe_get(&st->tp)) < 0)
-		return err;
-	do
-		r = ps_tee(st->fd, st->tp->w, st->known ? st->k : st->len, fl);
-	while (r == -EINTR && (st->retry || st->known));
-	if (!st->known) {
-		if (r < 0)
-			return (int)r;
-		st->k = (size_t)r;
-		st->known = true;
-		if (!r)
-			return 0;
-	}
-	if (r < 0)
-		r = 0;
-	if ((size_t)r < st->k) {
-		s->from = (size_t)r;
-		st->need_buf = true;
-	}
-	if (r) {
-		s->res->method = PSPLICE_METHOD_SPLICE_PIPE;
-		serve_pipe(st, s, (size_t)r);
-	}
-	return 0;
-}
-
-/* The last sink takes the pages themselves, out of the step's pipe. What
- * it does not take is its pending: the internal pipe becomes its own (the
- * tee gets another), or out of the caller's pipe it is read into memory.
- * When the step's size is not known yet (one sink), the first splice
- * takes what the input has. */
-static int serve_move(struct step *st, struct sink *s)
-{
-	struct ps_xfer x = sink_x(st, s, st->len);
-	size_t moved = 0, want = st->known ? st->k : st->len;
-	ssize_t m;
-
-	while (moved < want) {
-		m = ps_splice(st->fd, NULL, s->ep.fd, NULL, want - moved,
-			      ps__splice_flags(&x));
-		if (m == -EINTR && st->retry)
-			continue;
-		if (m == -EAGAIN && st->known && wait_out(st, s))
-			continue;
-		if (!st->known) {
-			if (m == -EAGAIN || m == -EINTR) {
-				st->side = ps__blocked_side(&x);
-				if (st->side == PSPLICE_SIDE_OUT)
-					ps__fail(&x, (int)-m, PSPLICE_SIDE_OUT);
-				return (int)m;
-			}
-			if (m >= 0) {
-				st->k = want = (size_t)m;
-				st->known = true;
-			}
-			if (!m)
-				return 0;
-		}
-		if (m < 0 && !moved && not_here(m)) {
-			s->nosplice = true;
-			break;
-		}
-		if (m <= 0) {
-			ps__fail(&x, m ? (int)-m : EIO, PSPLICE_SIDE_OUT);
-			break;
-		}
-		moved += (size_t)m;
-		s->res->out_bytes += (uint64_t)m;
-		s->res->method = st->t->src ? PSPLICE_METHOD_SPLICE_PIPE :
-					      PSPLICE_METHOD_SPLICE;
-	}
-	settle(s);
-	st->consumed = moved;
-	if (!st->known || moved == st->k)
-		return 0;
-	if (st->t->src && !s->nosplice && !s->error) {
-		s->hold.pipe = st->t->src;
-		s->hold.in_pipe = st->k - moved;
-		st->t->src = NULL;
-		st->consumed = st->k;
-		return 0;
-	}
-	s->from = moved;
-	st->need_buf = true;
-	return 0;
-}
-
-/* The internal pipe, from the pool: the thread's, kept within the budget
- * (or past it, when nothing may go through memory). Without one the step
- * reads the input into memory. */
-static struct ps_pipe *get_src(bool always)
-{
-	struct ps_pipe *p, *k;
-
-	if (ps__pipe_get(&p) < 0)
-		return NULL;
-	k = ps__pipe_keep(p, always);
-	if (!k)
-		ps__pipe_put(p, false);
-	return k;
-}
-
-static void put_src(struct ps_pipe *p)
-{
-	if (!p)
-		return;
-	if (pipe_empty(p))
-		ps__pipe_back(p);
-	else
-		ps__pipe_close(p);
-}
-
-/* The step's bytes into the internal pipe. An input splice will not read
- * (a tty, a procfs file) is read(2) from then on. */
-static int fill_src(struct step *st)
-{
-	struct ps_xfer x = input_x(st);
-	ssize_t r;
-
-	do
-		r = ps_splice(st->t->in.fd, NULL, st->t->src->w, NULL, st->len,
-			      st->flags & PSPLICE_F_NONBLOCK);
-	while (r == -EINTR && st->retry);
-	/* procfs and sysfs files splice nothing and still have content. */
-	if (not_here(r) || (!r && st->t->in.seekable && !ps__input_ended(&x))) {
-		if (st->flags & PSPLICE_F_NOFALLBACK)
-			return -EOPNOTSUPP;
-		st->t->rw = st->mem_only = true;
-		return 0;
-	}
-	if (r < 0)
-		return (int)r;
-	st->k = (size_t)r;
-	st->known = true;
-	st->fd = st->t->src->r;
-	return 0;
-}
-
-/* The step's bytes in memory: read(2) from the input when nothing took
- * them yet, else read out of the step's pipe (which that empties). */
-static int fill_buf(struct step *st)
-{
-	struct ps_xfer x = input_x(st);
-	ssize_t r;
-
-	if (st->buf)
-		return 0;
-	st->buf = ps__park_buf(st->known ? st->k : st->len);
-	if (!st->buf)
-		return -ENOMEM;
-	if (st->known)
-		return read_pipe(st->fd, st->buf + st->consumed, st->k - st->consumed);
-	do
-		r = ps__read_once(&x, st->buf, st->len);
-	while (r == -EINTR && st->retry);
-	if (r < 0)
-		return (int)r;
-	st->k = (size_t)r;
-	st->known = true;
-	return 0;
-}
-
-/* Which sinks take their share by tee, the last of them by the move of the
- * pages; and which from memory: those with bytes pending before the step's,
- * those splice refuses, all of them when the input is read(2). */
-static size_t plan_sinks(struct step *st, struct sink **mover)
-{
-	struct psplice_tee *t = st->t;
-	size_t i, n_tee = 0;
-	struct sink *s;
-
-	*mover = NULL;
-	for (i = 0; i < t->n; i++) {
-		s = &t->sink[i];
-		s->from = NO_SHARE;
-		s->tee = false;
-		if (!live(s))
-			continue;
-		if (st->mem_only || s->nosplice || ps__held(&s->hold)) {
-			s->from = 0;
-			st->need_buf = true;
-		} else {
-			s->tee = true;
-			*mover = s;
-			n_tee++;
-		}
-	}
-	return n_tee;
-}
-
-static int take_and_serve(struct step *st)
-{
-	struct psplice_tee *t = st->t;
-	struct sink *s, *mover;
-	size_t i, n_tee;
-	int err;
-
-	if (!st->mem_only && t->src) {
-		err = fill_src(st);
-		if (err < 0 || (st->known && !st->k))
-			return err;
-	}
-	n_tee = plan_sinks(st, &mover);
-	if (!n_tee) {
-		if (st->tp) {
-			ps__pipe_put(st->tp, false);
-			st->tp = NULL;
-		}
-	} else if (!st->known && !st->need_buf && n_tee == 1) {
-		/* One sink and an input pipe: splice straight through; one
-		 * that takes no splice is written from memory after all. */
-		err = serve_move(st, mover);
-		if (err < 0 || !mover->nosplice)
-			return err;
-		mover->from = 0;
-		st->need_buf = true;
-		n_tee = 0;
-		mover = NULL;
-	}
-	for (i = 0; i < t->n && n_tee; i++) {
-		s = &t->sink[i];
-		if (!s->tee || (s == mover && !st->need_buf))
-			continue;
-		if ((err = serve_tee(st, s)) < 0 || !st->k)
-			return err;
-	}
-	if (mover && !st->need_buf && (err = serve_move(st, mover)) < 0)
-		return err;
-	if (!st->need_buf)
-		return 0;
-	if ((err = fill_buf(st)) < 0)
-		return err;
-	for (i = 0; i < t->n; i++) {
-		s = &t->sink[i];
-		if (live(s) && s->from < st->k)
-			serve_memory(st, s, st->buf + s->from, st->k - s->from);
-	}
-	return 0;
-}
+#include "tee.h"
 
 /* ---- SIGPIPE: as a one-shot call into a pipe or socket does ---- */
 
@@ -503,9 +49,9 @@ static bool pending_first(struct step *st)
 
 	for (i = 0; i < t->n; i++) {
 		s = &t->sink[i];
-		if (live(s) && ps__held(&s->hold))
-			deliver_pending(st, s);
-		if (live(s) && (held = ps__held(&s->hold)) > most)
+		if (ps_tee_live(s) && ps__held(&s->hold))
+			ps__tee_deliver(st, s);
+		if (ps_tee_live(s) && (held = ps__held(&s->hold)) > most)
 			most = held;
 	}
 	if (!most)
@@ -513,7 +59,7 @@ static bool pending_first(struct step *st)
 	for (i = 0; i < t->n; i++) {
 		s = &t->sink[i];
 		held = ps__held(&s->hold);
-		if (!live(s) || !held)
+		if (!ps_tee_live(s) || !held)
 			continue;
 		if (!(st->flags & PSPLICE_F_NONBLOCK) && s->res->error) {
 			fail_step(st, s->res->error, PSPLICE_SIDE_OUT);
@@ -539,7 +85,7 @@ static bool pending_first(struct step *st)
 static const struct sink *first_out(const struct psplice_tee *t)
 {
 	for (size_t i = 0; i < t->n; i++)
-		if (live(&t->sink[i]))
+		if (ps_tee_live(&t->sink[i]))
 			return NULL;
 	for (size_t i = 0; i < t->n; i++)
 		if (t->sink[i].error)
@@ -570,7 +116,7 @@ static void finish(struct step *st, bool *took)
 	/* The end of input, but only once every sink has had every byte. */
 	t->ended = true;
 	for (size_t i = 0; i < t->n; i++)
-		if (live(&t->sink[i]) && ps__held(&t->sink[i].hold))
+		if (ps_tee_live(&t->sink[i]) && ps__held(&t->sink[i].hold))
 			fail_step(st, EAGAIN, PSPLICE_SIDE_OUT);
 }
 
@@ -601,7 +147,7 @@ static void step(struct psplice_tee *t, size_t len, unsigned int flags, bool ret
 		goto out;
 	/* The internal pipe first: the thread's pipe is lent after it. */
 	if (!t->rw && t->in.kind != PS_K_PIPE && !t->src)
-		t->src = get_src(t->flags & PSPLICE_F_NOFALLBACK);
+		t->src = ps__tee_get_src(t->flags & PSPLICE_F_NOFALLBACK);
 	if (!t->rw && ps__pipe_get(&st.tp) < 0)
 		st.tp = NULL;
 	st.mem_only = t->rw || !st.tp || (t->in.kind != PS_K_PIPE && !t->src);
@@ -614,14 +160,14 @@ static void step(struct psplice_tee *t, size_t len, unsigned int flags, bool ret
 	if (t->src && st.len > t->src->size)
 		st.len = t->src->size;
 	for (i = 0; i < t->n; i++)
-		took[i] = live(&t->sink[i]);
+		took[i] = ps_tee_live(&t->sink[i]);
 	st.side = PSPLICE_SIDE_IN;
-	err = take_and_serve(&st);
+	err = ps__tee_serve(&st);
 	if (err < 0)
 		fail_step(&st, -err, st.side);
 put:
 	if (st.tp)
-		ps__pipe_put(st.tp, !pipe_empty(st.tp));
+		ps__pipe_put(st.tp, !ps__tee_pipe_empty(st.tp));
 	finish(&st, took);
 out:
 	/* A sink that is out says so in every step. */
@@ -680,7 +226,7 @@ static void tee_release(struct psplice_tee *t)
 		ps__hold_release(&t->sink[i].hold);
 		pthread_mutex_destroy(&t->sink[i].hold.lock);
 	}
-	put_src(t->src);
+	ps__tee_put_src(t->src);
 	pthread_mutex_destroy(&t->lock);
 	free(t->step_res);
 	free(t);

@@ -103,7 +103,7 @@ if [ -z "$running" ]; then
 else
 	"$P" cp a busy 2>err; rc=$?
 	rc_is $LINENO 1
-	err_is $LINENO "psplice: cannot open 'busy' for writing: Text file busy"
+	err_is $LINENO "psplice: cannot create regular file 'busy': Text file busy"
 	"$P" cp -f a busy 2>err; rc=$?
 	rc_is $LINENO 0; err_is $LINENO; same $LINENO a busy
 	# a new file, with SOURCE's mode (less the umask)

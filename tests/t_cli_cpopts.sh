@@ -133,7 +133,7 @@ rc_is $LINENO 1; err_is $LINENO "psplice: not writing through dangling symlink '
 mkdir t3 d3 && echo y >t3/ff && mkfifo d3/ff
 timeout 10 "$P" cp -r t3/. d3 2>err; rc=$?
 rc_is $LINENO 1
-err_is $LINENO "psplice: cannot open 'd3/./ff' for writing: No such device or address"
+err_is $LINENO "psplice: cannot create regular file 'd3/./ff': No such device or address"
 timeout 10 "$P" cp -rf t3/. d3 2>err; rc=$?
 rc_is $LINENO 0; same $LINENO t3/ff d3/ff
 # a directory is not replaced

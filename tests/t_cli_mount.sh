@@ -52,7 +52,7 @@ rc_is $LINENO 1
 err_is $LINENO "psplice: cannot create regular file 'ro/small': Read-only file system"
 "$P" cp big ro/existing 2>err; rc=$?
 rc_is $LINENO 1; same $LINENO small ro/existing
-err_is $LINENO "psplice: cannot open 'ro/existing' for writing: Read-only file system"
+err_is $LINENO "psplice: cannot create regular file 'ro/existing': Read-only file system"
 "$P" cat ro/existing >o 2>err; rc=$?
 rc_is $LINENO 0; same $LINENO small o
 

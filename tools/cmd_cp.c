@@ -113,8 +113,8 @@ static unsigned int parse_keep(const struct cli_cmd *cmd, const char *arg, const
 {
 	static const struct { const char *name; unsigned int bits; } attrs[] = {
 		{ "mode", CP_KEEP_MODE }, { "ownership", CP_KEEP_OWNER },
-		{ "timestamps", CP_KEEP_TIMES }, { "xattr", CP_KEEP_XATTR },
-		{ "all", CP_KEEP_ALL },
+		{ "timestamps", CP_KEEP_TIMES }, { "links", CP_KEEP_LINKS },
+		{ "xattr", CP_KEEP_XATTR }, { "all", CP_KEEP_ALL },
 	};
 	unsigned int bits = 0, i;
 	size_t len;
@@ -127,7 +127,7 @@ static unsigned int parse_keep(const struct cli_cmd *cmd, const char *arg, const
 		if (i == sizeof(attrs) / sizeof(attrs[0]))
 			cli_usage_error(cmd, "invalid argument '%.*s' for '%s'\n"
 					"Valid arguments are:\n  - 'mode'\n  - 'ownership'\n"
-					"  - 'timestamps'\n  - 'xattr'\n  - 'all'",
+					"  - 'timestamps'\n  - 'links'\n  - 'xattr'\n  - 'all'",
 					(int)len, cli_quote(arg) + 1, opt);
 		bits |= attrs[i].bits;
 		if (!arg[len])
@@ -217,8 +217,11 @@ static char *parents_path(const struct cp_job *o, const char *dir, const char *s
 			cli_error(errno, "cannot stat %s", cli_quote(dst + skip));
 			rc = -1;
 		} else if (mkdir(dst, (st.st_mode & 07777) & ~o->umask) == 0) {
+			const struct cp_at from = { AT_FDCWD, dst + skip, dst + skip },
+					   to = { AT_FDCWD, dst, dst };
+
 			if (o->keep)
-				rc = cp_preserve_path(o, dst + skip, dst, &st);
+				rc = cp_preserve_at(o, &from, &to, &st);
 		} else if (errno != EEXIST || stat(dst, &st) < 0 || !S_ISDIR(st.st_mode)) {
 			cli_error(errno == EEXIST ? ENOTDIR : errno, "cannot make directory %s",
 				  cli_quote(dst));
@@ -332,7 +335,7 @@ static int cp_main(const struct cli_cmd *cmd, int argc, char **argv)
 	bool no_target = false, backups = false, both = false;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "abfHilLnpPrRsS:t:Tuv", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "abdfHilLnpPrRsS:t:Tuv", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'v': opts.verbose = true; break;
 		case 'n': opts.clobber = CP_NO_CLOBBER; break;
@@ -343,6 +346,7 @@ static int cp_main(const struct cli_cmd *cmd, int argc, char **argv)
 		case OPT_BACKUP: backups = true; backup = optarg; break;
 		case 'S': backups = true; suffix = optarg; break;
 		case 'p': opts.keep |= CP_KEEP_MODE | CP_KEEP_OWNER | CP_KEEP_TIMES; break;
+		case 'd': opts.deref = CP_DEREF_NEVER; opts.keep |= CP_KEEP_LINKS; break;
 		case 'a':
 			opts.recursive = true;
 			opts.deref = CP_DEREF_NEVER;
@@ -402,13 +406,18 @@ static int cp_main(const struct cli_cmd *cmd, int argc, char **argv)
 		opts.deref = opts.recursive && opts.link != CP_LINK_HARD ? CP_DEREF_NEVER :
 									   CP_DEREF_ALWAYS;
 	choose_write_behind(&opts);
+	if ((opts.keep & CP_KEEP_LINKS) && !(opts.links = cp_links_new())) {
+		cli_error(ENOMEM, "cannot copy");
+		return 1;
+	}
 	opts.umask = umask(0);
 	umask(opts.umask);
 	/* On a terminal, a copy long enough to wait for shows how it goes. */
 	if (!opts.progress && isatty(STDERR_FILENO))
 		opts.progress = 1;
-	return cp_operands(cmd, &opts, argv + optind, argc - optind, target_dir,
-			   no_target) < 0 ? 1 : 0;
+	c = cp_operands(cmd, &opts, argv + optind, argc - optind, target_dir, no_target);
+	cp_links_free(opts.links);
+	return c < 0 ? 1 : 0;
 }
 
 const struct cli_cmd cli_cmd_cp = {
@@ -437,6 +446,7 @@ const struct cli_cmd cli_cmd_cp = {
 	"                     move an existing DEST aside first: 'numbered' (t),\n"
 	"                     'existing' (nil, the default), 'simple' (never),\n"
 	"                     'none' (off); $VERSION_CONTROL for -b\n"
+	"  -d                 -P --preserve=links\n"
 	"  -f, --force        if an existing DEST cannot be opened for writing,\n"
 	"                     remove it and try again\n"
 	"  -i, --interactive  ask before overwriting (on stderr, read on stdin)\n"
@@ -450,6 +460,7 @@ const struct cli_cmd cli_cmd_cp = {
 	"      --preserve[=LIST]\n"
 	"                     keep these of SOURCE's attributes: 'mode' (with\n"
 	"                     ACLs), 'ownership' (as root), 'timestamps',\n"
+	"                     'links' (hard links among the files copied),\n"
 	"                     'xattr', 'all'; none given: the first three\n"
 	"      --no-preserve=LIST\n"
 	"                     do not keep these\n"
@@ -468,8 +479,8 @@ const struct cli_cmd cli_cmd_cp = {
 	"  -S, --suffix=SUFFIX\n"
 	"                     of simple backups (default '~')\n"
 	"      --sparse=WHEN  'auto' (the default): keep the holes of a SOURCE\n"
-	"                     that has fewer blocks than bytes; 'always': look for\n"
-	"                     holes in every file; 'never': write them as zeros\n"
+	"                     that has fewer blocks than bytes; 'always': make\n"
+	"                     blocks of zeros holes too; 'never': write zeros\n"
 	"      --sync=WHEN    after the copy, make DEST durable: 'none' (the\n"
 	"                     default), 'data' (fdatasync) or 'full' (fsync, and\n"
 	"                     the directory, so that a new name survives too)\n"

@@ -33,13 +33,27 @@ void cli_error(int err, const char *fmt, ...)
 
 const char *cli_quote(const char *name)
 {
-	static char ring[4][4096 + 3];
+	/* Whole, however long: a path deep in a tree may be longer than
+	 * PATH_MAX. Without the memory for it, cut at what there is. */
+	static char first[4][4096 + 3], *grown[4];
+	static size_t room[4];
 	static unsigned int next;
-	char *q = ring[next++ % 4], *p = q;
+	unsigned int slot = next++ % 4;
+	size_t len = strlen(name) + 3, size = sizeof(first[0]);
+	char *q = first[slot], *p = NULL;
 
+	if (len > size && len > room[slot] && (p = realloc(grown[slot], len))) {
+		grown[slot] = p;
+		room[slot] = len;
+	}
+	if (len > size && len <= room[slot]) {
+		q = grown[slot];
+		size = room[slot];
+	}
+	p = q;
 	*p++ = '\'';
 	/* A control character in a file name must not reach the terminal. */
-	for (; *name && p < q + sizeof(ring[0]) - 2; name++)
+	for (; *name && p < q + size - 2; name++)
 		*p++ = (unsigned char)*name < 0x20 || *name == 0x7f ? '?' : *name;
 	*p++ = '\'';
 	*p = '\0';

@@ -36,11 +36,27 @@ enum cp_backup { CP_BACKUP_NONE, CP_BACKUP_SIMPLE, CP_BACKUP_EXISTING, CP_BACKUP
 #define CP_KEEP_OWNER 2u
 #define CP_KEEP_TIMES 4u
 #define CP_KEEP_XATTR 8u
-#define CP_KEEP_ALL 15u
+#define CP_KEEP_LINKS 16u /* hard links among the files copied */
+#define CP_KEEP_ALL 31u
+
+/* A file as the system calls reach it: name, relative to the open
+ * directory dir (AT_FDCWD for an operand), and its whole path, for
+ * messages only: deep in a tree it may be longer than PATH_MAX. */
+struct cp_at {
+	int dir;
+	const char *name;
+	const char *path;
+};
+
+/* --preserve=links: which copy each multiply-linked SOURCE inode got. */
+struct cp_links;
 
 struct cp_job {
 	const char *src;
-	char *dst;        /* the file written */
+	char *dst;        /* the file written, for messages */
+	int dst_dir;      /* and as the system calls reach it */
+	const char *dst_name;
+	struct cp_links *links; /* --preserve=links */
 	struct stat st;   /* of the source */
 	bool created;     /* DST did not exist: remove it if the copy fails */
 	bool verbose;
@@ -76,17 +92,33 @@ char *cp_parent_of(const char *path);
 /* Copy SOURCE, whatever it is, to the path dst (never into it). */
 int cp_top(const struct cp_job *opts, const char *src, const char *dst);
 /* Copy the regular (or, outside a tree, special) file src to dst. top: dst
- * was named on the command line, not found in a tree. */
-int cp_file(const char *src, const char *dst, const struct cp_job *opts, bool top);
+ * was named on the command line, not found in a tree. 1: copied, 0: left
+ * alone (-n, -u, -i), -1: error. */
+int cp_file(const struct cp_at *src, const struct cp_at *dst, const struct cp_job *opts,
+	    bool top);
 /* What becomes of an existing dst before a non-directory is copied over
  * it: the same file refused, -n, -u, -i, --backup. through: the copy
  * writes through a symbolic link dst (a regular file's data does). 1: go
  * on, *exists saying whether dst is still there; 0: skip; -1: error. */
-int cp_existing(const struct cp_job *o, const char *src, const char *dst,
+int cp_existing(const struct cp_job *o, const char *src, const struct cp_at *dst,
 		const struct stat *st, bool through, bool *exists);
-/* --preserve on an open regular DST, and by path on anything else. */
+/* --preserve on an open regular DST, and by name on anything else. */
 int cp_preserve_fd(const struct cp_job *j, int in, int out);
-int cp_preserve_path(const struct cp_job *o, const char *src, const char *dst,
-		     const struct stat *st);
+int cp_preserve_at(const struct cp_job *o, const struct cp_at *src,
+		   const struct cp_at *dst, const struct stat *st);
+
+/* --sparse=always: SOURCE's data read, each block of DST's size that is
+ * all zeros left a hole; wb (may be NULL) paces the writes. */
+int cp_copy_zeros(int in, int out, struct psplice_wb *wb, struct cli_copy *c);
+
+struct cp_links *cp_links_new(void);
+void cp_links_free(struct cp_links *l);
+/* The path of the copy made of st's inode, or NULL. */
+const char *cp_links_find(const struct cp_links *l, const struct stat *st);
+/* dst is the copy of st's inode. counted: forgotten once its other
+ * st_nlink - 1 names were seen; else kept to the end. -1: no memory. */
+int cp_links_add(struct cp_links *l, const struct stat *st, const char *dst, bool counted);
+/* One more name of st's inode was linked to its copy. */
+void cp_links_seen(struct cp_links *l, const struct stat *st);
 
 #endif

@@ -2,6 +2,7 @@
  * its ACLs) and times on the copy. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,11 +16,16 @@
 #define ACL_ACCESS "system.posix_acl_access"
 #define ACL_DEFAULT "system.posix_acl_default"
 
-/* One side of an attribute copy: an open file, or a path (not followed
- * when it is a symbolic link that is copied as a link). */
+/* One side of an attribute copy: an open file, or a name in the open
+ * directory dir (not followed when it is a symbolic link that is copied as
+ * a link). Attributes have no *at calls: they go by path, the path given
+ * when it fits, else through the directory's /proc/self/fd entry. */
 struct xa_end {
 	int fd;
-	const char *path;
+	int dir;
+	const char *name;
+	const char *path;  /* for the attribute calls */
+	const char *shown; /* for messages */
 	bool nofollow;
 };
 
@@ -135,7 +141,7 @@ static int copy_xattrs(const struct cp_job *o, const struct xa_end *from,
 	int rc = 0, err;
 
 	if (len < 0 && len != -ENOTSUP && o->xattr_loud) {
-		cli_error((int)-len, "listing attributes of %s", cli_quote(from->path));
+		cli_error((int)-len, "listing attributes of %s", cli_quote(from->shown));
 		return -1;
 	}
 	for (name = names; len > 0 && name < names + len; name += strlen(name) + 1) {
@@ -197,12 +203,14 @@ static int keep_owner(const struct xa_end *to, const char *dst, const struct sta
 		if (to->fd >= 0)
 			rc = fchown(to->fd, (uid_t)-1, st->st_gid);
 		else
-			rc = lchown(to->path, (uid_t)-1, st->st_gid);
+			rc = fchownat(to->dir, to->name, (uid_t)-1, st->st_gid,
+				      AT_SYMLINK_NOFOLLOW);
 		(void)rc; /* not in SOURCE's group: the copy keeps ours */
 		return 0;
 	}
 	rc = to->fd >= 0 ? fchown(to->fd, st->st_uid, st->st_gid) :
-			   lchown(to->path, st->st_uid, st->st_gid);
+			   fchownat(to->dir, to->name, st->st_uid, st->st_gid,
+				    AT_SYMLINK_NOFOLLOW);
 	if (rc < 0) {
 		cli_error(errno, "failed to preserve ownership for %s", cli_quote(dst));
 		return -1;
@@ -228,7 +236,7 @@ static int keep(const struct cp_job *o, const struct xa_end *from, const struct 
 		return -1;
 	if ((o->keep & CP_KEEP_MODE) && !link) {
 		rc = to->fd >= 0 ? fchmod(to->fd, st->st_mode & 07777) :
-				   chmod(to->path, st->st_mode & 07777);
+				   fchmodat(to->dir, to->name, st->st_mode & 07777, 0);
 		if (rc < 0 || copy_acls(from, to, dst, S_ISDIR(st->st_mode)) < 0) {
 			if (rc < 0)
 				cli_error(errno, "preserving permissions for %s", cli_quote(dst));
@@ -238,7 +246,7 @@ static int keep(const struct cp_job *o, const struct xa_end *from, const struct 
 	if (!(o->keep & CP_KEEP_TIMES))
 		return 0;
 	rc = to->fd >= 0 ? futimens(to->fd, times) :
-			   utimensat(AT_FDCWD, to->path, times, AT_SYMLINK_NOFOLLOW);
+			   utimensat(to->dir, to->name, times, AT_SYMLINK_NOFOLLOW);
 	if (rc < 0) {
 		cli_error(errno, "preserving times for %s", cli_quote(dst));
 		return -1;
@@ -251,8 +259,8 @@ static int keep(const struct cp_job *o, const struct xa_end *from, const struct 
  * cp's to change. */
 int cp_preserve_fd(const struct cp_job *j, int in, int out)
 {
-	const struct xa_end from = { .fd = in, .path = j->src };
-	const struct xa_end to = { .fd = out, .path = j->dst };
+	const struct xa_end from = { .fd = in, .path = j->src, .shown = j->src };
+	const struct xa_end to = { .fd = out, .path = j->dst, .shown = j->dst };
 	struct stat st;
 
 	if (fstat(out, &st) < 0 || !S_ISREG(st.st_mode))
@@ -260,14 +268,28 @@ int cp_preserve_fd(const struct cp_job *j, int in, int out)
 	return keep(j, &from, &to, j->dst, &j->st);
 }
 
-/* For what cp_file does not open: a directory, a symbolic link or a
- * special file. By path: none of them is open here. */
-int cp_preserve_path(const struct cp_job *o, const char *src, const char *dst,
-		     const struct stat *st)
+/* The path by which the attribute calls reach at (buf: room for one). */
+static const char *xa_path(const struct cp_at *at, char *buf, size_t size)
 {
-	bool link = S_ISLNK(st->st_mode);
-	const struct xa_end from = { .fd = -1, .path = src, .nofollow = link };
-	const struct xa_end to = { .fd = -1, .path = dst, .nofollow = true };
+	if (at->dir == AT_FDCWD || strlen(at->path) < PATH_MAX)
+		return at->dir == AT_FDCWD ? at->name : at->path;
+	snprintf(buf, size, "/proc/self/fd/%d/%s", at->dir, at->name);
+	return buf;
+}
 
-	return keep(o, &from, &to, dst, st);
+/* For what cp_file does not open: a directory, a symbolic link or a
+ * special file, by its name in its directory. */
+int cp_preserve_at(const struct cp_job *o, const struct cp_at *src, const struct cp_at *dst,
+		   const struct stat *st)
+{
+	char sbuf[64 + NAME_MAX], dbuf[64 + NAME_MAX];
+	bool link = S_ISLNK(st->st_mode);
+	const struct xa_end from = { .fd = -1, .dir = src->dir, .name = src->name,
+				     .path = xa_path(src, sbuf, sizeof(sbuf)),
+				     .shown = src->path, .nofollow = link };
+	const struct xa_end to = { .fd = -1, .dir = dst->dir, .name = dst->name,
+				   .path = xa_path(dst, dbuf, sizeof(dbuf)),
+				   .shown = dst->path, .nofollow = true };
+
+	return keep(o, &from, &to, dst->path, st);
 }

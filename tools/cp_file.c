@@ -32,11 +32,11 @@ static int replace(struct cp_job *j, mode_t mode)
 {
 	int fd;
 
-	if (unlink(j->dst) < 0) {
+	if (unlinkat(j->dst_dir, j->dst_name, 0) < 0) {
 		cli_error(errno, "cannot remove %s", cli_quote(j->dst));
 		return -1;
 	}
-	fd = open(j->dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+	fd = openat(j->dst_dir, j->dst_name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
 	if (fd < 0) {
 		cli_error(errno, "cannot create regular file %s", cli_quote(j->dst));
 		return -1;
@@ -53,7 +53,7 @@ static int replace(struct cp_job *j, mode_t mode)
 static int open_existing(struct cp_job *j, mode_t mode, bool top)
 {
 	struct stat st;
-	int fd = open(j->dst, O_WRONLY | O_CLOEXEC | (top ? 0 : O_NONBLOCK)), fl;
+	int fd = openat(j->dst_dir, j->dst_name, O_WRONLY | O_CLOEXEC | (top ? 0 : O_NONBLOCK)), fl;
 
 	if (fd < 0 && j->force && errno != EISDIR)
 		return replace(j, mode);
@@ -62,7 +62,7 @@ static int open_existing(struct cp_job *j, mode_t mode, bool top)
 			cli_error(0, "cannot overwrite directory %s with non-directory",
 				  cli_quote(j->dst));
 		else
-			cli_error(errno, "cannot open %s for writing", cli_quote(j->dst));
+			cli_error(errno, "cannot create regular file %s", cli_quote(j->dst));
 		return -1;
 	}
 	if (!top && ((fl = fcntl(fd, F_GETFL)) < 0 ||
@@ -92,7 +92,7 @@ static int open_target(struct cp_job *j, bool exists, bool top)
 
 	if (exists)
 		return open_existing(j, mode, top);
-	fd = open(j->dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+	fd = openat(j->dst_dir, j->dst_name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
 	if (fd >= 0) {
 		j->created = true;
 		return fd;
@@ -125,23 +125,26 @@ char *cp_parent_of(const char *path)
  * that is the directory's data, and a crash could lose the new entry. */
 static int sync_dir(const struct cp_job *j)
 {
-	char *dir = cp_parent_of(j->dst);
-	int fd, rc = 0;
+	char *dir = cp_parent_of(j->dst_name), *shown = cp_parent_of(j->dst);
+	int fd = -1, rc = 0;
 
-	if (!dir) {
+	if (!dir || !shown) {
 		cli_error(ENOMEM, "error syncing %s", cli_quote(j->dst));
-		return -1;
+		rc = -1;
+		goto out;
 	}
-	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	fd = openat(j->dst_dir, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	/* EINVAL: the filesystem cannot sync a directory; there is nothing
 	 * more to ask of it, and the file itself is durable. */
 	if (fd < 0 || (fsync(fd) < 0 && errno != EINVAL)) {
-		cli_error(errno, "error syncing %s", cli_quote(dir));
+		cli_error(errno, "error syncing %s", cli_quote(shown));
 		rc = -1;
 	}
 	if (fd >= 0)
 		close(fd);
+out:
 	free(dir);
+	free(shown);
 	return rc;
 }
 
@@ -297,8 +300,8 @@ static void say_paced(const struct cp_job *j, bool on)
 /* Fewer blocks than bytes: SOURCE has holes (or a filesystem that packs
  * small files, where copying extent by extent costs nothing either). Only
  * between two regular files, which have offsets to keep holes at.
- * --sparse=always looks for holes in any file (it makes none out of zeros,
- * as cp(1) would); never writes them all as zeros. */
+ * --sparse=always makes holes of blocks of zeros too, in any file; never
+ * writes them all as zeros. */
 static bool sparse(const struct cp_job *j, int out)
 {
 	struct stat st;
@@ -364,7 +367,9 @@ static int copy_data(struct cp_job *j, int in, int out)
 		c = (struct cli_copy){ .method = PSPLICE_METHOD_NONE };
 		pair = cli_pair(in, out, flags, &c);
 		rc = -1;
-		if (pair && holes)
+		if (pair && holes && j->sparse == CP_SPARSE_ALWAYS)
+			rc = cp_copy_zeros(in, out, wb, &c);
+		else if (pair && holes)
 			rc = copy_extents(pair, in, out, flags, wb, &c);
 		else if (pair)
 			rc = copy_behind(pair, in, out, flags, wb, &c);
@@ -415,10 +420,11 @@ copied:
 
 static int copy_to(struct cp_job *j, int in, bool top)
 {
+	const struct cp_at to = { j->dst_dir, j->dst_name, j->dst };
 	bool exists;
 	int out, rc;
 
-	rc = cp_existing(j, j->src, j->dst, &j->st, true, &exists);
+	rc = cp_existing(j, j->src, &to, &j->st, true, &exists);
 	if (rc <= 0)
 		return rc;
 	out = open_target(j, exists, top);
@@ -430,28 +436,31 @@ static int copy_to(struct cp_job *j, int in, bool top)
 		cli_error(errno, "error writing %s", cli_quote(j->dst));
 		rc = -1;
 	}
-	if (rc < 0 && j->created && unlink(j->dst) < 0)
+	if (rc < 0 && j->created && unlinkat(j->dst_dir, j->dst_name, 0) < 0)
 		cli_error(errno, "cannot remove %s", cli_quote(j->dst));
-	return rc;
+	return rc < 0 ? -1 : 1;
 }
 
-int cp_file(const char *src, const char *dst, const struct cp_job *opts, bool top)
+int cp_file(const struct cp_at *src, const struct cp_at *dst, const struct cp_job *opts,
+	    bool top)
 {
 	struct cp_job j = *opts;
 	int in, rc = -1;
 
-	j.src = src;
-	in = open(src, O_RDONLY | O_CLOEXEC);
+	j.src = src->path;
+	j.dst_dir = dst->dir;
+	j.dst_name = dst->name;
+	in = openat(src->dir, src->name, O_RDONLY | O_CLOEXEC);
 	if (in < 0) {
-		cli_error(errno, "cannot open %s", cli_quote(src));
+		cli_error(errno, "cannot open %s", cli_quote(src->path));
 		return -1;
 	}
 	if (fstat(in, &j.st) < 0)
-		cli_error(errno, "cannot stat %s", cli_quote(src));
+		cli_error(errno, "cannot stat %s", cli_quote(src->path));
 	else if (S_ISDIR(j.st.st_mode))
-		cli_error(0, "-r not specified; omitting directory %s", cli_quote(src));
-	else if (!(j.dst = strdup(dst)))
-		cli_error(ENOMEM, "cannot copy %s", cli_quote(src));
+		cli_error(0, "-r not specified; omitting directory %s", cli_quote(src->path));
+	else if (!(j.dst = strdup(dst->path)))
+		cli_error(ENOMEM, "cannot copy %s", cli_quote(src->path));
 	else
 		rc = copy_to(&j, in, top);
 	free(j.dst);

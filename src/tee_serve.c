@@ -1,0 +1,414 @@
+/* Fan-out, one step's serving (see tee.c): tee(2) the step's bytes into
+ * the thread's pipe for each sink in turn, move the pages themselves to the
+ * last, and give the sinks splice refuses (or that hold bytes from before)
+ * their share from one copy in memory. */
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+
+#include "sys.h"
+#include "tee.h"
+
+static bool not_here(ssize_t n)
+{
+	return n == -EINVAL || n == -ENOSYS || n == -EOPNOTSUPP;
+}
+
+static struct ps_xfer sink_x(const struct step *st, struct sink *s, size_t len)
+{
+	return (struct ps_xfer){ .in = &st->t->in, .out = &s->ep, .len = len,
+				 .flags = st->flags, .retry_eintr = st->retry,
+				 .res = s->res, .hold = &s->hold };
+}
+
+static struct ps_xfer input_x(const struct step *st)
+{
+	return (struct ps_xfer){ .in = &st->t->in, .out = &st->t->sink[0].ep,
+				 .flags = st->flags, .res = st->last };
+}
+
+/* A sink whose move failed for good is out; EAGAIN and EINTR leave it in,
+ * with its bytes pending. */
+static void settle(struct sink *s)
+{
+	int err = s->res->error;
+
+	if (err && err != EAGAIN && err != EINTR)
+		s->error = err;
+}
+
+/* Without PSPLICE_F_NONBLOCK, wait until sink s takes bytes. The pool's
+ * pipes have a non-blocking read end (draining one never waits), and
+ * splice(2) from one into a pipe says EAGAIN rather than wait. */
+static bool wait_out(const struct step *st, struct sink *s)
+{
+	struct pollfd p = { .fd = s->ep.fd, .events = POLLOUT };
+	int r;
+
+	if (st->flags & PSPLICE_F_NONBLOCK)
+		return false;
+	do
+		r = poll(&p, 1, -1);
+	while (r < 0 && errno == EINTR && st->retry);
+	if (r < 0)
+		return false;
+	*s->res = (struct psplice_result){ .in_bytes = s->res->in_bytes,
+					   .out_bytes = s->res->out_bytes,
+					   .method = s->res->method };
+	return true;
+}
+
+/* Deliver what sink s holds: all of it, or until it would block or fails. */
+void ps__tee_deliver(const struct step *st, struct sink *s)
+{
+	struct ps_xfer x;
+	size_t held;
+
+	while ((held = ps__held(&s->hold)) && !s->res->error) {
+		x = sink_x(st, s, held);
+		ps__deliver_held(&x);
+		if (s->res->error == EAGAIN && wait_out(st, s))
+			continue;
+		if (ps__held(&s->hold) == held && !s->res->error)
+			break;
+	}
+	settle(s);
+}
+
+/* n bytes of sink s's share, in memory: written now when nothing is
+ * pending before them, the rest held. */
+static void serve_memory(const struct step *st, struct sink *s,
+			 const unsigned char *b, size_t n)
+{
+	struct ps_xfer x = sink_x(st, s, n);
+	size_t done = 0;
+
+	if (!ps__held(&s->hold) && !s->res->error) {
+		done = ps__write_all(&x, b, n);
+		if (done)
+			s->res->method = PSPLICE_METHOD_READWRITE;
+	}
+	if (done < n && ps__hold_bytes(&s->hold, b + done, n - done) < 0)
+		ps__fail(&x, ENOMEM, PSPLICE_SIDE_NONE);
+	settle(s);
+}
+
+/* Read exactly n bytes out of a pipe that holds them. */
+static int read_pipe(int fd, unsigned char *b, size_t n)
+{
+	size_t got = 0;
+	ssize_t r;
+
+	while (got < n) {
+		r = ps_read(fd, b + got, n - got);
+		if (r == -EINTR)
+			continue;
+		if (r <= 0)
+			return r ? (int)r : -EIO;
+		got += (size_t)r;
+	}
+	return 0;
+}
+
+bool ps__tee_pipe_empty(const struct ps_pipe *p)
+{
+	int q = 0;
+
+	return ioctl(p->r, FIONREAD, &q) == 0 && q == 0;
+}
+
+/* The thread's pipe holds n bytes for sink s: the sink keeps it (within
+ * the pool's budget) and delivers from it, and the thread makes or reuses
+ * another for the next sink. Past the budget the bytes go to memory. */
+static void serve_pipe(struct step *st, struct sink *s, size_t n)
+{
+	struct ps_pipe *kp = ps__pipe_keep(st->tp, st->flags & PSPLICE_F_NOFALLBACK);
+	struct ps_xfer x = sink_x(st, s, n);
+	size_t size, got, c;
+	unsigned char *b;
+	int err = 0;
+
+	if (kp) {
+		st->tp = NULL;
+		s->hold.pipe = kp;
+		s->hold.in_pipe = n;
+		ps__tee_deliver(st, s);
+		return;
+	}
+	b = ps__buf(&size);
+	if (!b)
+		err = -ENOMEM;
+	for (got = 0; got < n && !err; got += c) {
+		c = size < n - got ? size : n - got;
+		err = read_pipe(st->tp->r, b, c);
+		if (!err)
+			err = ps__hold_bytes(&s->hold, b, c);
+	}
+	if (err) {
+		ps__fail(&x, err == -ENOMEM ? ENOMEM : EIO, PSPLICE_SIDE_NONE);
+		ps__pipe_put(st->tp, true);
+		st->tp = NULL;
+		settle(s);
+		return;
+	}
+	ps__tee_deliver(st, s);
+}
+
+/* Tee the step's bytes to sink s through the thread's pipe. The first tee
+ * out of an input pipe takes what is there and so says how many bytes the
+ * step has. A short one (the input pipe has more slots than ours) leaves
+ * the rest of the share to memory. */
+static int serve_tee(struct step *st, struct sink *s)
+{
+	unsigned int fl = st->known ? SPLICE_F_NONBLOCK : st->flags & PSPLICE_F_NONBLOCK;
+	ssize_t r;
+	int err;
+
+	if (!st->tp && (err = ps__pipe_get(&st->tp)) < 0)
+		return err;
+	do
+		r = ps_tee(st->fd, st->tp->w, st->known ? st->k : st->len, fl);
+	while (r == -EINTR && (st->retry || st->known));
+	if (!st->known) {
+		if (r < 0)
+			return (int)r;
+		st->k = (size_t)r;
+		st->known = true;
+		if (!r)
+			return 0;
+	}
+	if (r < 0)
+		r = 0;
+	if ((size_t)r < st->k) {
+		s->from = (size_t)r;
+		st->need_buf = true;
+	}
+	if (r) {
+		s->res->method = PSPLICE_METHOD_SPLICE_PIPE;
+		serve_pipe(st, s, (size_t)r);
+	}
+	return 0;
+}
+
+/* What the last sink did not take of the step's bytes: pending in the
+ * internal pipe, which becomes its own, or its share from memory. */
+static void leave_rest(struct step *st, struct sink *s, size_t moved)
+{
+	st->consumed = moved;
+	if (!st->known || moved == st->k)
+		return;
+	if (st->t->src && !s->nosplice && !s->error) {
+		s->hold.pipe = st->t->src;
+		s->hold.in_pipe = st->k - moved;
+		st->t->src = NULL;
+		st->consumed = st->k;
+		return;
+	}
+	s->from = moved;
+	st->need_buf = true;
+}
+
+/* The last sink takes the pages themselves, out of the step's pipe. What
+ * it does not take is its pending: the internal pipe becomes its own (the
+ * tee gets another), or out of the caller's pipe it is read into memory.
+ * When the step's size is not known yet (one sink), the first splice
+ * takes what the input has. */
+static int serve_move(struct step *st, struct sink *s)
+{
+	struct ps_xfer x = sink_x(st, s, st->len);
+	size_t moved = 0, want = st->known ? st->k : st->len;
+	ssize_t m;
+
+	while (moved < want) {
+		m = ps_splice(st->fd, NULL, s->ep.fd, NULL, want - moved,
+			      ps__splice_flags(&x));
+		if (m == -EINTR && st->retry)
+			continue;
+		if (m == -EAGAIN && st->known && wait_out(st, s))
+			continue;
+		if (!st->known) {
+			if (m == -EAGAIN || m == -EINTR) {
+				st->side = ps__blocked_side(&x);
+				if (st->side == PSPLICE_SIDE_OUT)
+					ps__fail(&x, (int)-m, PSPLICE_SIDE_OUT);
+				return (int)m;
+			}
+			if (m >= 0) {
+				st->k = want = (size_t)m;
+				st->known = true;
+			}
+			if (!m)
+				return 0;
+		}
+		if (m < 0 && !moved && not_here(m)) {
+			s->nosplice = true;
+			break;
+		}
+		if (m <= 0) {
+			ps__fail(&x, m ? (int)-m : EIO, PSPLICE_SIDE_OUT);
+			break;
+		}
+		moved += (size_t)m;
+		s->res->out_bytes += (uint64_t)m;
+		s->res->method = st->t->src ? PSPLICE_METHOD_SPLICE_PIPE :
+					      PSPLICE_METHOD_SPLICE;
+	}
+	settle(s);
+	leave_rest(st, s, moved);
+	return 0;
+}
+
+/* The internal pipe, from the pool: the thread's, kept within the budget
+ * (or past it, when nothing may go through memory). Without one the step
+ * reads the input into memory. */
+struct ps_pipe *ps__tee_get_src(bool always)
+{
+	struct ps_pipe *p, *k;
+
+	if (ps__pipe_get(&p) < 0)
+		return NULL;
+	k = ps__pipe_keep(p, always);
+	if (!k)
+		ps__pipe_put(p, false);
+	return k;
+}
+
+void ps__tee_put_src(struct ps_pipe *p)
+{
+	if (!p)
+		return;
+	if (ps__tee_pipe_empty(p))
+		ps__pipe_back(p);
+	else
+		ps__pipe_close(p);
+}
+
+/* The step's bytes into the internal pipe. An input splice will not read
+ * (a tty, a procfs file) is read(2) from then on. */
+static int fill_src(struct step *st)
+{
+	struct ps_xfer x = input_x(st);
+	ssize_t r;
+
+	do
+		r = ps_splice(st->t->in.fd, NULL, st->t->src->w, NULL, st->len,
+			      st->flags & PSPLICE_F_NONBLOCK);
+	while (r == -EINTR && st->retry);
+	/* procfs and sysfs files splice nothing and still have content. */
+	if (not_here(r) || (!r && st->t->in.seekable && !ps__input_ended(&x))) {
+		if (st->flags & PSPLICE_F_NOFALLBACK)
+			return -EOPNOTSUPP;
+		st->t->rw = st->mem_only = true;
+		return 0;
+	}
+	if (r < 0)
+		return (int)r;
+	st->k = (size_t)r;
+	st->known = true;
+	st->fd = st->t->src->r;
+	return 0;
+}
+
+/* The step's bytes in memory: read(2) from the input when nothing took
+ * them yet, else read out of the step's pipe (which that empties). */
+static int fill_buf(struct step *st)
+{
+	struct ps_xfer x = input_x(st);
+	ssize_t r;
+
+	if (st->buf)
+		return 0;
+	st->buf = ps__park_buf(st->known ? st->k : st->len);
+	if (!st->buf)
+		return -ENOMEM;
+	if (st->known)
+		return read_pipe(st->fd, st->buf + st->consumed, st->k - st->consumed);
+	do
+		r = ps__read_once(&x, st->buf, st->len);
+	while (r == -EINTR && st->retry);
+	if (r < 0)
+		return (int)r;
+	st->k = (size_t)r;
+	st->known = true;
+	return 0;
+}
+
+/* Which sinks take their share by tee, the last of them by the move of the
+ * pages; and which from memory: those with bytes pending before the step's,
+ * those splice refuses, all of them when the input is read(2). */
+static size_t plan_sinks(struct step *st, struct sink **mover)
+{
+	struct psplice_tee *t = st->t;
+	size_t i, n_tee = 0;
+	struct sink *s;
+
+	*mover = NULL;
+	for (i = 0; i < t->n; i++) {
+		s = &t->sink[i];
+		s->from = NO_SHARE;
+		s->tee = false;
+		if (!ps_tee_live(s))
+			continue;
+		if (st->mem_only || s->nosplice || ps__held(&s->hold)) {
+			s->from = 0;
+			st->need_buf = true;
+		} else {
+			s->tee = true;
+			*mover = s;
+			n_tee++;
+		}
+	}
+	return n_tee;
+}
+
+int ps__tee_serve(struct step *st)
+{
+	struct psplice_tee *t = st->t;
+	struct sink *s, *mover;
+	size_t i, n_tee;
+	int err;
+
+	if (!st->mem_only && t->src) {
+		err = fill_src(st);
+		if (err < 0 || (st->known && !st->k))
+			return err;
+	}
+	n_tee = plan_sinks(st, &mover);
+	if (!n_tee) {
+		if (st->tp) {
+			ps__pipe_put(st->tp, false);
+			st->tp = NULL;
+		}
+	} else if (!st->known && !st->need_buf && n_tee == 1) {
+		/* One sink and an input pipe: splice straight through; one
+		 * that takes no splice is written from memory after all. */
+		err = serve_move(st, mover);
+		if (err < 0 || !mover->nosplice)
+			return err;
+		mover->from = 0;
+		st->need_buf = true;
+		n_tee = 0;
+		mover = NULL;
+	}
+	for (i = 0; i < t->n && n_tee; i++) {
+		s = &t->sink[i];
+		if (!s->tee || (s == mover && !st->need_buf))
+			continue;
+		if ((err = serve_tee(st, s)) < 0 || !st->k)
+			return err;
+	}
+	if (mover && !st->need_buf && (err = serve_move(st, mover)) < 0)
+		return err;
+	if (!st->need_buf)
+		return 0;
+	if ((err = fill_buf(st)) < 0)
+		return err;
+	for (i = 0; i < t->n; i++) {
+		s = &t->sink[i];
+		if (ps_tee_live(s) && s->from < st->k)
+			serve_memory(st, s, st->buf + s->from, st->k - s->from);
+	}
+	return 0;
+}
