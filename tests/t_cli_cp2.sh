@@ -52,9 +52,9 @@ else
 	head -c 4194304 /dev/zero >s.old
 	"$P" cp s s.old 2>err; rc=$?
 	rc_is $LINENO 0; sparse_ok $LINENO s s.old
-	# large enough for write-behind (96 MiB), and without it
+	# written behind (96 MiB, 12 chunks), and not
 	sparse_file big 96
-	"$P" cp big big.wb 2>err; rc=$?
+	"$P" cp --write-behind big big.wb 2>err; rc=$?
 	rc_is $LINENO 0; sparse_ok $LINENO big big.wb
 	"$P" cp --no-write-behind big big.nowb 2>err; rc=$?
 	rc_is $LINENO 0; sparse_ok $LINENO big big.nowb

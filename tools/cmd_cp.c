@@ -12,15 +12,17 @@
 #include <unistd.h>
 
 #include "cp.h"
+#include "dirty.h"
 
 enum {
-	OPT_SYNC = 0x200, OPT_NO_WRITE_BEHIND, OPT_REFLINK, OPT_PROGRESS, OPT_PRESERVE,
-	OPT_NO_PRESERVE, OPT_BACKUP, OPT_SPARSE, OPT_PARENTS
+	OPT_SYNC = 0x200, OPT_WRITE_BEHIND, OPT_NO_WRITE_BEHIND, OPT_REFLINK, OPT_PROGRESS,
+	OPT_PRESERVE, OPT_NO_PRESERVE, OPT_BACKUP, OPT_SPARSE, OPT_PARENTS
 };
 
 static const struct option longopts[] = {
 	{ "reflink", optional_argument, NULL, OPT_REFLINK },
 	{ "sync", required_argument, NULL, OPT_SYNC },
+	{ "write-behind", optional_argument, NULL, OPT_WRITE_BEHIND },
 	{ "no-write-behind", no_argument, NULL, OPT_NO_WRITE_BEHIND },
 	{ "progress", no_argument, NULL, OPT_PROGRESS },
 	{ "verbose", no_argument, NULL, 'v' },
@@ -56,6 +58,40 @@ static unsigned int parse_sync(const struct cli_cmd *cmd, const char *arg)
 	cli_usage_error(cmd, "invalid argument %s for '--sync'\n"
 			"Valid arguments are:\n  - 'none'\n  - 'data'\n  - 'full'",
 			cli_quote(arg));
+}
+
+/* --write-behind[=SIZE]: every file, or files of SIZE or more. */
+static int64_t parse_write_behind(const struct cli_cmd *cmd, const char *arg)
+{
+	int64_t n = arg ? cli_parse_size(arg) : 0;
+
+	if (n < 0)
+		cli_usage_error(cmd, "invalid --write-behind %s (want a size, e.g. 1G)",
+				cli_quote(arg));
+	return n;
+}
+
+/* Unless an option decided: with --sync, all of the copy goes to the disk
+ * before cp returns, and writing it behind overlaps that writeback with
+ * the copy; without, write-behind starts where the kernel's writeback
+ * would, past the dirty background threshold. Below it the copy's dirty
+ * pages stay in memory, as a cp(1) copy's would, and pacing them would
+ * only make the copy slower. */
+static void choose_write_behind(struct cp_job *o)
+{
+	struct cli_dirty d;
+
+	if (o->wb_why)
+		return;
+	if (o->sync) {
+		o->wb_min = (int64_t)CP_WB_CHUNK;
+		o->wb_why = "--sync threshold";
+		return;
+	}
+	d = cli_dirty_background();
+	o->wb_min = d.bytes < INT64_MAX ? (int64_t)d.bytes + 1 : INT64_MAX;
+	o->wb_why = d.cgroup ? "memory cgroup's dirty background threshold" :
+			       "dirty background threshold";
 }
 
 static enum cp_reflink parse_reflink(const struct cli_cmd *cmd, const char *arg)
@@ -294,7 +330,7 @@ static int cp_operands(const struct cli_cmd *cmd, const struct cp_job *o, char *
 
 static int cp_main(const struct cli_cmd *cmd, int argc, char **argv)
 {
-	struct cp_job opts = { .write_behind = true };
+	struct cp_job opts = { 0 };
 	const char *target_dir = NULL, *backup = NULL, *suffix = getenv("SIMPLE_BACKUP_SUFFIX");
 	bool no_target = false, backups = false, both = false;
 	int c;
@@ -340,7 +376,14 @@ static int cp_main(const struct cli_cmd *cmd, int argc, char **argv)
 		case OPT_PARENTS: opts.parents = true; break;
 		case OPT_SPARSE: opts.sparse = parse_sparse(cmd, optarg); break;
 		case OPT_SYNC: opts.sync = parse_sync(cmd, optarg); break;
-		case OPT_NO_WRITE_BEHIND: opts.write_behind = false; break;
+		case OPT_WRITE_BEHIND:
+			opts.wb_min = parse_write_behind(cmd, optarg);
+			opts.wb_why = "--write-behind threshold";
+			break;
+		case OPT_NO_WRITE_BEHIND:
+			opts.wb_min = -1;
+			opts.wb_why = "--no-write-behind";
+			break;
 		case OPT_PROGRESS: opts.progress = 2; break;
 		case OPT_REFLINK: opts.reflink = parse_reflink(cmd, optarg); break;
 		default: cli_common_option(cmd, c);
@@ -362,6 +405,7 @@ static int cp_main(const struct cli_cmd *cmd, int argc, char **argv)
 	if (opts.deref == CP_DEREF_UNSET)
 		opts.deref = opts.recursive && opts.link != CP_LINK_HARD ? CP_DEREF_NEVER :
 									   CP_DEREF_ALWAYS;
+	choose_write_behind(&opts);
 	if ((opts.keep & CP_KEEP_LINKS) && !(opts.links = cp_links_new())) {
 		cli_error(ENOMEM, "cannot copy");
 		return 1;
@@ -389,9 +433,13 @@ const struct cli_cmd cli_cmd_cp = {
 	"read/write only as a last resort. A new DEST gets SOURCE's permission\n"
 	"bits (less the umask); a DEST created by a copy that fails is removed.\n"
 	"\n"
-	"A SOURCE of 64 MiB or more that is not reflinked is copied with\n"
-	"write-behind: each 8 MiB written is sent to the disk and dropped from\n"
-	"the page cache, so the copy does not fill memory with dirty pages.\n"
+	"A SOURCE larger than the kernel's dirty background threshold (from\n"
+	"/proc/sys/vm/dirty_background_*, lowered to the memory cgroup's share\n"
+	"where its limit is lower), or with --sync larger than 8 MiB, that is\n"
+	"not reflinked is copied with write-behind: each 8 MiB written is sent\n"
+	"to the disk and dropped from the page cache, so the copy does not fill\n"
+	"memory with dirty pages. Smaller copies stay in the page cache, as a\n"
+	"cp(1) copy does, until the kernel writes them.\n"
 	"\n"
 	"  -a, --archive      -r -P --preserve=all\n"
 	"  -b, --backup[=CONTROL]\n"
@@ -441,11 +489,15 @@ const struct cli_cmd cli_cmd_cp = {
 	"  -T, --no-target-directory\n"
 	"                     DEST is the name to copy to, even a directory\n"
 	"  -u, --update       only when SOURCE is newer than DEST, or DEST missing\n"
+	"      --write-behind[=SIZE]\n"
+	"                     write behind every file, or files of SIZE or more\n"
 	"      --no-write-behind\n"
-	"                     leave the writeback of a large copy to the kernel\n"
+	"                     leave the writeback of every copy to the kernel\n"
 	"      --progress     show bytes, rate and ETA on standard error while\n"
 	"                     copying (on a terminal: for files of 64 MiB or more)\n"
 	"  -v, --verbose      tell on standard error which kernel path moved the\n"
-	"                     bytes, and how many; with --sync, the level reached\n",
+	"                     bytes, and how many; whether write-behind paced a\n"
+	"                     file of 8 MiB or more, and why; with --sync, the\n"
+	"                     level reached\n",
 	.main = cp_main,
 };

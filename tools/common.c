@@ -418,8 +418,7 @@ static double mono(void)
 	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
-/* 1234567 -> "1.2 MiB" */
-static const char *human(double n, char *buf, size_t size)
+const char *cli_human(double n, char *buf, size_t size)
 {
 	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
 	int u = 0;
@@ -460,11 +459,11 @@ static void draw(double now)
 	double secs = now - prog.start, bps = secs > 0 ? (double)prog.done / secs : 0;
 	int room, name_len = (int)strlen(prog.what);
 
-	human((double)prog.done, done, sizeof(done));
-	human(bps, rate, sizeof(rate));
+	cli_human((double)prog.done, done, sizeof(done));
+	cli_human(bps, rate, sizeof(rate));
 	if (prog.total)
 		snprintf(tail, sizeof(tail), ": %s / %s (%3.0f%%)  %s/s  ETA %s", done,
-			 human((double)prog.total, total, sizeof(total)),
+			 cli_human((double)prog.total, total, sizeof(total)),
 			 100.0 * (double)prog.done / (double)prog.total, rate,
 			 clock_text(bps > 0 && prog.total > prog.done ?
 				    (double)(prog.total - prog.done) / bps : 0, eta, sizeof(eta)));

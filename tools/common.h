@@ -111,6 +111,8 @@ void cli_progress_begin(const char *what, uint64_t total);
 void cli_progress_add(uint64_t n);
 void cli_progress_end(void);
 
+/* 1234567 -> "1.2 MiB" */
+const char *cli_human(double n, char *buf, size_t size);
 /* "64M" -> 67108864; K, M, G, T are powers of 1024. -1 when malformed. */
 int64_t cli_parse_size(const char *s);
 

@@ -10,11 +10,8 @@
 
 #include "common.h"
 
-/* From this size on, a copy that is not a reflink is paced by write-behind:
- * left to the kernel, it would fill memory with the destination's dirty
- * pages, evicting everyone else's cache and stalling other writers when
- * writeback finally starts. Below it the dirty pages are too few to hurt. */
-#define CP_WB_THRESHOLD ((off_t)64 << 20)
+/* On a terminal, a copy of this size or more shows its progress. */
+#define CP_PROGRESS_MIN ((off_t)64 << 20)
 /* Copied and handed to write-behind at a time: its default chunk, so that
  * each call completes one chunk and writeback starts as soon as it can. */
 #define CP_WB_CHUNK ((uint64_t)8 << 20)
@@ -76,7 +73,14 @@ struct cp_job {
 	enum cp_backup backup;
 	const char *suffix; /* of a simple backup */
 	mode_t umask;
-	bool write_behind;
+	/* Write-behind paces a regular SOURCE of wb_min bytes or more (-1:
+	 * none): left to the kernel, a copy past its dirty background
+	 * threshold fills memory with the destination's dirty pages, evicting
+	 * everyone else's cache and stalling other writers once writeback
+	 * starts; below it, pacing only slows the copy. wb_why names the
+	 * threshold for -v. */
+	int64_t wb_min;
+	const char *wb_why;
 	int progress;     /* 0: none; 1: large files, stderr a tty; 2: --progress */
 	enum cp_reflink reflink;
 	unsigned int sync; /* 0, PSPLICE_SYNC_DATA or PSPLICE_SYNC_METADATA */

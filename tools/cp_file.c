@@ -273,8 +273,28 @@ in_error:
 
 static bool paced(const struct cp_job *j)
 {
-	return j->write_behind && S_ISREG(j->st.st_mode) &&
-	       j->st.st_size >= CP_WB_THRESHOLD;
+	return j->wb_min >= 0 && S_ISREG(j->st.st_mode) && j->st.st_size >= j->wb_min;
+}
+
+/* -v: whether write-behind paced the copy of a regular SOURCE, and why;
+ * said where it could matter, for a SOURCE of a chunk or more. */
+static void say_paced(const struct cp_job *j, bool on)
+{
+	char size[32], min[32];
+
+	if (!S_ISREG(j->st.st_mode) || (!on && j->st.st_size < (off_t)CP_WB_CHUNK))
+		return;
+	fprintf(stderr, CLI_NAME ": %s: write-behind: %s (", cli_quote(j->dst),
+		on ? "on" : "off");
+	if (!on && paced(j))
+		fputs("DEST has no writeback to pace)\n", stderr);
+	else if (j->wb_min <= 0)
+		fprintf(stderr, "%s)\n", j->wb_min < 0 ? "--no-write-behind" : "--write-behind");
+	else
+		fprintf(stderr, "%s, %s the %s %s)\n",
+			cli_human((double)j->st.st_size, size, sizeof(size)),
+			j->st.st_size >= j->wb_min ? "past" : "within", j->wb_why,
+			cli_human((double)j->wb_min, min, sizeof(min)));
 }
 
 /* Fewer blocks than bytes: SOURCE has holes (or a filesystem that packs
@@ -298,6 +318,7 @@ static int copy_data(struct cp_job *j, int in, int out)
 	struct psplice_wb *wb = NULL;
 	struct psplice_pair *pair;
 	bool holes = sparse(j, out), pace = paced(j);
+	bool show = j->progress == 2 || (j->progress && j->st.st_size >= CP_PROGRESS_MIN);
 	unsigned int flags = 0; /* a reflink was refused, or is not wanted */
 	struct cli_copy c;
 	struct stat st;
@@ -313,21 +334,21 @@ static int copy_data(struct cp_job *j, int in, int out)
 		}
 		goto copied;
 	}
-	if (j->reflink == CP_REFLINK_AUTO && !pace && !holes) {
+	if (j->reflink == CP_REFLINK_AUTO && !pace && !holes && !show) {
 		/* Reflink first: where the filesystem cannot share extents,
 		 * the engine falls back to copy_file_range on its first call. */
 		rc = cli_copy(in, out, PSPLICE_F_REFLINK, &c);
 		goto copied;
 	}
 	if (j->reflink == CP_REFLINK_AUTO) {
-		/* A reflink writes nothing, so has nothing to pace, and keeps
-		 * the holes: try one alone first, and copy otherwise only if
-		 * it was refused. */
+		/* A reflink writes nothing, so has nothing to pace or to show
+		 * progress of, and keeps the holes: try one alone first, and
+		 * copy otherwise only if it was refused. */
 		rc = cli_copy(in, out, PSPLICE_F_REFLINK_ONLY, &c);
 		if (rc == 0 || c.error != EOPNOTSUPP || c.bytes)
 			goto copied;
 	}
-	if (j->progress == 2 || (j->progress && j->st.st_size >= CP_WB_THRESHOLD))
+	if (show)
 		cli_progress_begin(j->src, holes && (uint64_t)j->st.st_blocks * 512 <
 				   (uint64_t)j->st.st_size ? (uint64_t)j->st.st_blocks * 512 :
 				   (uint64_t)j->st.st_size);
@@ -366,6 +387,9 @@ copied:
 	}
 	if (j->verbose)
 		cli_report(j->src, j->dst, &c);
+	/* A reflink wrote nothing to pace. */
+	if (j->verbose && c.method != PSPLICE_METHOD_CLONE)
+		say_paced(j, wb != NULL);
 	if (j->keep && cp_preserve_fd(j, in, out) < 0) {
 		/* The data is in: a copy without all of SOURCE's attributes
 		 * stays, as with cp(1). */
