@@ -267,9 +267,9 @@ static int make_small(const char *dir, int nfiles, char *tree, size_t n)
 	snprintf(cmd, sizeof(cmd), "%s.in", tree);
 	if (bench_make_file(cmd, (uint64_t)nfiles * SMALL) < 0)
 		return -1;
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s' && mkdir '%s' && cd '%s' && "
-		 "split -b %llu -a 5 '%s.in' s && rm '%s.in'", tree, tree, tree,
-		 (unsigned long long)SMALL, tree, tree);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s' && mkdir '%s' && "
+		 "split -b %llu -a 5 '%s.in' '%s/s' && rm '%s.in'", tree, tree,
+		 (unsigned long long)SMALL, tree, tree, tree);
 	return bench_sh(cmd, NULL, NULL) == 0 ? 0 : -1;
 }
 
