@@ -164,10 +164,8 @@ static void count_error(int fd, int err)
 
 /* Write side ----------------------------------------------------------- */
 
-static void classify_writer(struct slot *s, int fd, const struct stat *st)
+static void classify_writer(struct slot *s, int fl, const struct stat *st)
 {
-	int fl = fcntl(fd, F_GETFL);
-
 	/* O_DIRECT writes bypass the page cache: nothing to bound. */
 	s->wstate = W_IGNORED;
 	if (S_ISREG(st->st_mode) && fl >= 0 && !(fl & O_DIRECT) &&
@@ -334,9 +332,8 @@ static int snapshot(struct slot *s, int fd, int64_t pages)
 	return 0;
 }
 
-static void classify_reader(struct slot *s, int fd, const struct stat *st)
+static void classify_reader(struct slot *s, int fd, int fl, const struct stat *st)
 {
-	int fl = fcntl(fd, F_GETFL);
 	struct ps_cachestat cs;
 
 	s->rstate = R_IGNORED;
@@ -360,10 +357,13 @@ static void classify_reader(struct slot *s, int fd, const struct stat *st)
  * to follow on either side is skipped from then on. */
 static void classify(struct slot *s, int fd, const struct stat *st)
 {
+	bool rd = pl_conf.read_behind && s->rstate == R_UNKNOWN;
+	int fl = s->wstate == W_UNKNOWN || rd ? fcntl(fd, F_GETFL) : 0;
+
 	if (s->wstate == W_UNKNOWN)
-		classify_writer(s, fd, st);
-	if (pl_conf.read_behind && s->rstate == R_UNKNOWN) {
-		classify_reader(s, fd, st);
+		classify_writer(s, fl, st);
+	if (rd) {
+		classify_reader(s, fd, fl, st);
 		atomic_store_explicit(&s->rgen, gen + 1, memory_order_relaxed);
 	}
 	if (s->wstate == W_IGNORED && (!pl_conf.read_behind || s->rstate == R_IGNORED))
@@ -468,11 +468,36 @@ static void finish(struct slot *s, int fd, const struct stat *st, int64_t off, i
 	finish_reader(s, fd);
 }
 
+/* A slot with nothing to settle (a small file written, another process's
+ * slot) is forgotten at close without an fstat: true. False: settle it. */
+static bool forget_idle(int fd)
+{
+	struct slot *s;
+	bool idle;
+	int e;
+
+	if (!slots || fd < 0 || fd >= PL_NSLOT)
+		return true;
+	s = &slots[fd];
+	if (atomic_exchange_explicit(&s->busy, 1, memory_order_acquire))
+		return true;
+	idle = s->gen != gen || (!s->paced && !s->big && !s->err && s->rstate != R_READER);
+	if (idle) {
+		e = errno;
+		forget_reader(s);
+		errno = e;
+		s->wstate = W_UNKNOWN;
+		atomic_store_explicit(&s->rgen, 0, memory_order_relaxed);
+	}
+	put(s);
+	return idle;
+}
+
 void pl_closing(int fd)
 {
 	if (skipped(fd))
 		pl_opened(fd);
-	else
+	else if (!forget_idle(fd))
 		on_slot(fd, finish, 0, 0);
 }
 

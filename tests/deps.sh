@@ -44,6 +44,8 @@ bench)
 	# The peers psplice bench compares with.
 	want pv pv
 	want nocache nocache
+	# The exec group runs rsync plain, under nocache and under psplice exec.
+	want rsync rsync
 	want socat socat
 	want haproxy haproxy
 	want iperf3 iperf3
