@@ -494,6 +494,8 @@ static int bench_main(const struct cli_cmd *cmd, int argc, char **argv)
 	}
 	if (optind < argc)
 		cli_usage_error(cmd, "extra operand %s", cli_quote(argv[optind]));
+	if (cli_parse_only)
+		return 0;
 	if (!o.secs)
 		o.secs = o.quick ? 0.5 : 2;
 	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
