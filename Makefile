@@ -241,7 +241,7 @@ clean:
 # FUZZ_QUICK_TIME (make fuzz-quick, part of make check); fuzz-cover prints
 # the lines of src/ the driver reaches.
 FUZZ_SRC := tests/fuzz/fz_run.c tests/fuzz/fz_seq.c tests/fuzz/fz_end.c
-FUZZ_HARNESSES := ops size range addr
+FUZZ_HARNESSES := ops size range addr opts
 FUZZ_TIME ?= 60
 FUZZ_QUICK_TIME ?= 15
 FUZZ_SEEDS ?= 400
@@ -261,6 +261,13 @@ build-fuzz/fuzz_ops: tests/fuzz/fuzz_ops.c $(FUZZ_SRC) tests/fuzz/*.h build-fuzz
 	$(Q)clang $(BASE) -O1 -g -fsanitize=fuzzer $(FUZZ_CFLAGS) -o $@ $< $(FUZZ_SRC) \
 		build-fuzz/libpsplice.a $(LDLIBS) -lutil
 
+# The option fuzzer links every subcommand, without psplice.c's main.
+FUZZ_TOOL_SRC := $(filter-out tools/psplice.c,$(TOOL_SRC))
+build-fuzz/fuzz_opts: tests/fuzz/fuzz_opts.c $(FUZZ_TOOL_SRC) tools/*.h build-fuzz/libpsplice.a
+	$(call say,CC,$@)
+	$(Q)clang $(BASE) -Itools -O1 -g -fsanitize=fuzzer $(FUZZ_CFLAGS) -o $@ $< $(FUZZ_TOOL_SRC) \
+		build-fuzz/libpsplice.a $(LDLIBS) -lm
+
 build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c tools/common.c tools/common.h build-fuzz/libpsplice.a
 	$(call say,CC,$@)
 	$(Q)clang $(BASE) -Itools -O1 -g -fsanitize=fuzzer $(FUZZ_CFLAGS) -o $@ $< tools/common.c \
@@ -278,9 +285,10 @@ fuzz-build: fuzz-lib
 fuzz fuzz-quick: fuzz-build
 	$(Q)mkdir -p build-fuzz/scratch
 	$(Q)for h in $(FUZZ_HARNESSES); do mkdir -p build-fuzz/corpus/$$h; \
+		d=; [ ! -f tests/fuzz/$$h.dict ] || d=-dict=tests/fuzz/$$h.dict; \
 		echo "fuzz_$$h: $(if $(filter fuzz,$@),$(FUZZ_TIME),$(FUZZ_QUICK_TIME)) s"; \
 		$(FUZZ_RUN) build-fuzz/fuzz_$$h -max_total_time=$(if $(filter fuzz,$@),$(FUZZ_TIME),$(FUZZ_QUICK_TIME)) \
-			-timeout=60 -rss_limit_mb=4096 -max_len=2048 -print_final_stats=1 \
+			-timeout=60 -rss_limit_mb=4096 -max_len=2048 -print_final_stats=1 $$d \
 			-artifact_prefix=build-fuzz/ build-fuzz/corpus/$$h tests/fuzz/corpus/$$h \
 			> build-fuzz/fuzz_$$h.log 2>&1 || { tail -40 build-fuzz/fuzz_$$h.log; exit 1; }; \
 		grep -E '^(stat::number_of_executed_units|#[0-9]+.*DONE)' build-fuzz/fuzz_$$h.log | \

@@ -69,6 +69,11 @@ PY
 out=$("$bin" bench --only nosuch 2>&1); rc=$?
 [ $rc -eq 1 ] || fail "--only nosuch: exit $rc"
 case $out in *"unknown group 'nosuch'"*) ;; *) fail "--only nosuch: '$out'" ;; esac
+# A list longer than any buffer: its last name is checked too.
+long=$(printf 'per-call,%.0s' $(seq 40))
+out=$("$bin" bench --only "${long}nosuch" --dir "$t/missing" 2>&1); rc=$?
+[ $rc -eq 1 ] || fail "--only LONG,nosuch: exit $rc"
+case $out in *"unknown group 'nosuch'"*) ;; *) fail "--only LONG,nosuch: '$out'" ;; esac
 "$bin" bench --secs 0 >/dev/null 2>&1 && fail "--secs 0 accepted"
 "$bin" bench extra >/dev/null 2>&1 && fail "an operand accepted"
 "$bin" bench --dir "$t/missing" --only per-call >/dev/null 2>&1 &&

@@ -312,17 +312,22 @@ static bool selected(const char *only, const char *name)
 	return false;
 }
 
+/* Every name of the list, however long the list (empty names are skipped). */
 static int check_only(const struct cli_cmd *cmd, const char *only)
 {
-	char copy[256], *tok, *save;
-	size_t i;
+	const char *tok;
+	char name[64];
+	size_t i, n;
 
-	snprintf(copy, sizeof(copy), "%s", only);
-	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		for (i = 0; i < N_GROUPS && strcmp(groups[i].name, tok); i++)
-			;
-		if (i == N_GROUPS)
-			cli_usage_error(cmd, "unknown group %s", cli_quote(tok));
+	for (tok = only; *tok; tok += n + (tok[n] != '\0')) {
+		n = strcspn(tok, ",");
+		for (i = 0; n && i < N_GROUPS; i++)
+			if (strlen(groups[i].name) == n && !strncmp(groups[i].name, tok, n))
+				break;
+		if (n && i == N_GROUPS) {
+			snprintf(name, sizeof(name), "%.*s", (int)n, tok);
+			cli_usage_error(cmd, "unknown group %s", cli_quote(name));
+		}
 	}
 	return 0;
 }
@@ -494,6 +499,8 @@ static int bench_main(const struct cli_cmd *cmd, int argc, char **argv)
 	}
 	if (optind < argc)
 		cli_usage_error(cmd, "extra operand %s", cli_quote(argv[optind]));
+	if (cli_parse_only)
+		return 0;
 	if (!o.secs)
 		o.secs = o.quick ? 0.5 : 2;
 	n = readlink("/proc/self/exe", self, sizeof(self) - 1);

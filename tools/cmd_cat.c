@@ -149,6 +149,8 @@ static void connect_to(const struct cli_cmd *cmd, const char *arg)
 {
 	int fd = cli_connect(cmd, arg);
 
+	if (cli_parse_only)
+		return;
 	if (fd < 0)
 		exit(1);
 	out_fd = fd;
@@ -206,6 +208,8 @@ static int cat_main(const struct cli_cmd *cmd, int argc, char **argv)
 			cli_common_option(cmd, c);
 		}
 	}
+	if (cli_parse_only)
+		return 0;
 	grow_pipe(out_fd);
 	grow_pipe(STDIN_FILENO);
 	if (optind == argc)

@@ -405,6 +405,8 @@ static int cp_main(const struct cli_cmd *cmd, int argc, char **argv)
 	if (opts.deref == CP_DEREF_UNSET)
 		opts.deref = opts.recursive && opts.link != CP_LINK_HARD ? CP_DEREF_NEVER :
 									   CP_DEREF_ALWAYS;
+	if (cli_parse_only)
+		return 0;
 	choose_write_behind(&opts);
 	if ((opts.keep & CP_KEEP_LINKS) && !(opts.links = cp_links_new())) {
 		cli_error(ENOMEM, "cannot copy");

@@ -112,6 +112,8 @@ static int exec_main(const struct cli_cmd *cmd, int argc, char **argv)
 	const char *lib;
 
 	parse(cmd, argc, argv, &o);
+	if (cli_parse_only)
+		return 0;
 	lib = find_preload(buf, sizeof(buf));
 	/* The loader splits LD_PRELOAD at spaces and colons. */
 	if (strpbrk(lib, " :") || access(lib, R_OK) < 0) {

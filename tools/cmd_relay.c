@@ -270,6 +270,8 @@ static int relay_main(const struct cli_cmd *cmd, int argc, char **argv)
 		cli_usage_error(cmd, "invalid address %s: %s", cli_quote(argv[optind]), why);
 	if (cli_parse_addr(argv[optind + 1], &r.target, false, &why) < 0)
 		cli_usage_error(cmd, "invalid address %s: %s", cli_quote(argv[optind + 1]), why);
+	if (cli_parse_only)
+		return 0;
 	if (!jobs) {
 		long n = sysconf(_SC_NPROCESSORS_ONLN);
 

@@ -92,6 +92,8 @@ static int sync_main(const struct cli_cmd *cmd, int argc, char **argv)
 		cli_usage_error(cmd, "missing file operand");
 	if (!flags)
 		flags = PSPLICE_SYNC_DATA;
+	if (cli_parse_only)
+		return 0;
 	for (; optind < argc; optind++)
 		status |= sync_one(argv[optind], off, len, flags, verbose);
 	return status;

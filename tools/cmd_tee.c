@@ -208,6 +208,8 @@ static int tee_main(const struct cli_cmd *cmd, int argc, char **argv)
 			cli_common_option(cmd, c);
 		}
 	}
+	if (cli_parse_only)
+		return 0;
 	/* As tee(1): with a mode, a reader gone is an error to handle, not a
 	 * signal. */
 	if (mode != M_SIGPIPE)

@@ -60,6 +60,16 @@ const char *cli_quote(const char *name)
 	return q;
 }
 
+bool cli_parse_only;
+void (*cli_exit_hook)(int code);
+
+void cli_exit(int code)
+{
+	if (cli_exit_hook)
+		cli_exit_hook(code);
+	exit(code);
+}
+
 void cli_usage_error(const struct cli_cmd *cmd, const char *fmt, ...)
 {
 	va_list ap;
@@ -76,7 +86,7 @@ void cli_usage_error(const struct cli_cmd *cmd, const char *fmt, ...)
 			cmd->name);
 	else
 		fputs("Try '" CLI_NAME " --help' for more information.\n", stderr);
-	exit(1);
+	cli_exit(1);
 }
 
 void cli_help(const struct cli_cmd *cmd)
@@ -87,13 +97,13 @@ void cli_help(const struct cli_cmd *cmd)
 	      "      --version      output version information and exit\n"
 	      "\nExit status is 0 on success, 1 on any error.\n"
 	      "See psplice(1).\n", stdout);
-	exit(0);
+	cli_exit(0);
 }
 
 void cli_version(void)
 {
 	printf(CLI_NAME " %s\n", psplice_version());
-	exit(0);
+	cli_exit(0);
 }
 
 void cli_common_option(const struct cli_cmd *cmd, int c)
@@ -368,7 +378,12 @@ int cli_parse_addr(const char *s, struct cli_addr *a, bool passive, const char *
 		return -1;
 	if (passive)
 		hints.ai_flags = AI_PASSIVE;
+	/* Parsing only looks nothing up: a name stands as its form was checked. */
+	if (cli_parse_only)
+		hints.ai_flags |= AI_NUMERICHOST | AI_NUMERICSERV;
 	err = getaddrinfo(host, port, &hints, &ai);
+	if (err == EAI_NONAME && cli_parse_only)
+		return 0;
 	if (err) {
 		*why = gai_strerror(err);
 		return -1;
@@ -389,6 +404,8 @@ int cli_connect(const struct cli_cmd *cmd, const char *arg)
 
 	if (cli_parse_addr(arg, &a, false, &why) < 0)
 		cli_usage_error(cmd, "invalid address %s: %s", cli_quote(arg), why);
+	if (cli_parse_only)
+		return -1;
 	fd = socket(a.ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd >= 0 && connect(fd, (struct sockaddr *)&a.ss, a.len) == 0)
 		return fd;

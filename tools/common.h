@@ -35,6 +35,16 @@ extern const struct cli_cmd cli_cmd_relay;
 extern const struct cli_cmd cli_cmd_sync;
 extern const struct cli_cmd cli_cmd_tee;
 
+/* Set (by the option fuzzer) to have each subcommand parse and check its
+ * arguments, then return 0 without running: nothing opened, written,
+ * connected or run, no name looked up. */
+extern bool cli_parse_only;
+/* Every exit of the option handling below goes through cli_exit: it calls
+ * cli_exit_hook when set (which must not return; the fuzzer longjmps), then
+ * exit(code). */
+extern void (*cli_exit_hook)(int code);
+void cli_exit(int code) __attribute__((noreturn));
+
 /* Handle an option that is not the subcommand's own: --help and --version
  * exit 0, anything else is a usage error (exit 1). */
 void cli_common_option(const struct cli_cmd *cmd, int c) __attribute__((noreturn));
@@ -100,7 +110,8 @@ int cli_parse_addr(const char *s, struct cli_addr *a, bool passive, const char *
 int cli_split_addr(const char *s, char *host, size_t size, const char **port, bool passive,
 		   const char **why);
 /* A blocking stream socket connected to ADDR (--to); -1 when it cannot be
- * reached, said on stderr. An invalid ADDR is a usage error of cmd. */
+ * reached, said on stderr. An invalid ADDR is a usage error of cmd. With
+ * cli_parse_only, -1 once ADDR is checked, silently. */
 int cli_connect(const struct cli_cmd *cmd, const char *arg);
 
 /* A pv-like line on standard error while a long copy runs: bytes, rate and
