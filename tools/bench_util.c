@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "dirty.h"
 
 extern char **environ;
 
@@ -411,15 +412,9 @@ out:
 
 double bench_meminfo_dirty(void)
 {
-	char line[256];
-	double kb = 0, v;
-	FILE *f = fopen("/proc/meminfo", "r");
+	static const char *const keys[] = { "Dirty", "Writeback", NULL };
+	uint64_t kb[2];
 
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "Dirty: %lf", &v) == 1 || sscanf(line, "Writeback: %lf", &v) == 1)
-			kb += v;
-	fclose(f);
-	return kb * 1024;
+	cli_read_keys("/proc/meminfo", keys, kb);
+	return (double)(kb[0] + kb[1]) * 1024;
 }

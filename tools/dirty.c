@@ -43,9 +43,7 @@ static bool read_u64(const char *path, uint64_t *v)
 	return ok;
 }
 
-/* The numbers after each of keys (NULL-terminated) in "key N" (memory.stat)
- * or "Key: N kB" (/proc/meminfo) lines, into v; 0 for a key not there. */
-static void read_keys(const char *path, const char *const *keys, uint64_t *v)
+void cli_read_keys(const char *path, const char *const *keys, uint64_t *v)
 {
 	size_t n, cap = 0;
 	char *line = NULL;
@@ -184,7 +182,7 @@ static bool read_memcg(struct memcg *m)
 		return false;
 	snprintf(stat, sizeof(stat), "%s/memory.stat", dir);
 	if (v2) {
-		read_keys(stat, v2_keys, v);
+		cli_read_keys(stat, v2_keys, v);
 		m->file = v[0] + v[1];
 		m->dirty = v[2] + v[3];
 		m->headroom = headroom_v2(dir, sizeof(dir));
@@ -193,7 +191,7 @@ static bool read_memcg(struct memcg *m)
 	/* v1 throttles a cgroup's writers by reclaim, not by dirty limits of
 	 * its own; the same rule is applied to its limit (with its parents',
 	 * hierarchical_memory_limit) all the same. */
-	read_keys(stat, v1_keys, v);
+	cli_read_keys(stat, v1_keys, v);
 	m->file = v[0] + v[1];
 	m->dirty = v[2] + v[3];
 	limit = v[4];
@@ -213,7 +211,7 @@ struct cli_dirty cli_dirty_background(void)
 	struct vm_dirty vm;
 	struct memcg m;
 
-	read_keys("/proc/meminfo", keys, v);
+	cli_read_keys("/proc/meminfo", keys, v);
 	avail = (v[0] + v[1] + v[2]) * 1024;  /* kB */
 	dirty = (v[3] + v[4]) * 1024;
 	read_vm(&vm);

@@ -18,4 +18,9 @@ struct cli_dirty {
  * Read from /proc and /sys each call: call it once per run. */
 struct cli_dirty cli_dirty_background(void);
 
+/* The numbers after each of keys (NULL-terminated) in "key N" (memory.stat)
+ * or "Key: N kB" (/proc/meminfo) lines of the file path, into v; 0 for a
+ * key not there. */
+void cli_read_keys(const char *path, const char *const *keys, uint64_t *v);
+
 #endif
