@@ -37,8 +37,8 @@ endif
 SONAME := libpsplice.so.$(VERSION_MAJOR)
 LIB_SRC := $(wildcard src/*.c)
 LIB_OBJ := $(LIB_SRC:src/%.c=$(BUILD)/src/%.o)
-TOOL_SRC := $(wildcard tools/*.c)
-TOOL_OBJ := $(TOOL_SRC:tools/%.c=$(BUILD)/tools/%.o)
+TOOL_SRC := $(wildcard cli/*.c) $(wildcard bench/*.c)
+TOOL_OBJ := $(TOOL_SRC:%.c=$(BUILD)/%.o)
 TEST_SRC := $(wildcard tests/t_*.c)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 TEST_HELP := $(BUILD)/tests/helpers.o
@@ -75,10 +75,15 @@ $(BUILD)/$(SONAME): $(LIB_OBJ) src/libpsplice.map
 		-Wl,--version-script,src/libpsplice.map -Wl,-z,defs -o $@ $(LIB_OBJ) $(LDLIBS)
 	$(Q)ln -sf $(SONAME) $(BUILD)/libpsplice.so
 
-$(BUILD)/tools/%.o: tools/%.c tools/*.h include/psplice.h
+$(BUILD)/cli/%.o: cli/%.c cli/*.h include/psplice.h
 	@mkdir -p $(@D)
 	$(call say,CC,$<)
 	$(Q)$(CC) $(APP_CFLAGS) -c -o $@ $<
+
+$(BUILD)/bench/%.o: bench/%.c bench/*.h cli/*.h include/psplice.h
+	@mkdir -p $(@D)
+	$(call say,CC,$<)
+	$(Q)$(CC) $(APP_CFLAGS) -Icli -c -o $@ $<
 
 $(BUILD)/psplice: $(TOOL_OBJ) $(BUILD)/libpsplice.a
 	$(call say,LD,$@)
@@ -105,7 +110,7 @@ $(PRELOAD): $(PRELOAD_OBJ) $(PRELOAD_LIB)
 	$(Q)$(CC) $(PRELOAD_CFLAGS) $(LDFLAGS) -shared -Wl,--exclude-libs,ALL -Wl,-z,defs \
 		-o $@ $(PRELOAD_OBJ) $(PRELOAD_LIB) -ldl $(LDLIBS)
 
-$(BUILD)/tools/cmd_exec.o: APP_CFLAGS += -DPSPLICE_PRELOAD_PATH='"$(PRELOAD_DIR)/libpsplice-preload.so"'
+$(BUILD)/cli/cmd_exec.o: APP_CFLAGS += -DPSPLICE_PRELOAD_PATH='"$(PRELOAD_DIR)/libpsplice-preload.so"'
 
 $(TEST_HELP): tests/helpers.c tests/t.h include/psplice.h
 	@mkdir -p $(@D)
@@ -119,7 +124,7 @@ $(BUILD)/tests/t_%: tests/t_%.c $(TEST_HELP) $(BUILD)/libpsplice.a tests/t.h
 
 # The main job, on generated data.
 demo: deps-demo tools
-	$(Q)sh tools/demo.sh $(BUILD)/psplice
+	$(Q)sh bench/demo.sh $(BUILD)/psplice
 
 deps-demo:
 	$(Q)sh tests/deps.sh demo
@@ -262,15 +267,15 @@ build-fuzz/fuzz_ops: tests/fuzz/fuzz_ops.c $(FUZZ_SRC) tests/fuzz/*.h build-fuzz
 		build-fuzz/libpsplice.a $(LDLIBS) -lutil
 
 # The option fuzzer links every subcommand, without psplice.c's main.
-FUZZ_TOOL_SRC := $(filter-out tools/psplice.c,$(TOOL_SRC))
-build-fuzz/fuzz_opts: tests/fuzz/fuzz_opts.c $(FUZZ_TOOL_SRC) tools/*.h build-fuzz/libpsplice.a
+FUZZ_TOOL_SRC := $(filter-out cli/psplice.c,$(TOOL_SRC))
+build-fuzz/fuzz_opts: tests/fuzz/fuzz_opts.c $(FUZZ_TOOL_SRC) cli/*.h bench/*.h build-fuzz/libpsplice.a
 	$(call say,CC,$@)
-	$(Q)clang $(BASE) -Itools -O1 -g -fsanitize=fuzzer $(FUZZ_CFLAGS) -o $@ $< $(FUZZ_TOOL_SRC) \
+	$(Q)clang $(BASE) -Icli -Ibench -O1 -g -fsanitize=fuzzer $(FUZZ_CFLAGS) -o $@ $< $(FUZZ_TOOL_SRC) \
 		build-fuzz/libpsplice.a $(LDLIBS) -lm
 
-build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c tools/common.c tools/common.h build-fuzz/libpsplice.a
+build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c cli/common.c cli/common.h build-fuzz/libpsplice.a
 	$(call say,CC,$@)
-	$(Q)clang $(BASE) -Itools -O1 -g -fsanitize=fuzzer $(FUZZ_CFLAGS) -o $@ $< tools/common.c \
+	$(Q)clang $(BASE) -Icli -O1 -g -fsanitize=fuzzer $(FUZZ_CFLAGS) -o $@ $< cli/common.c \
 		build-fuzz/libpsplice.a $(LDLIBS) -lm
 
 fuzz-lib:

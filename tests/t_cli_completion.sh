@@ -1,7 +1,7 @@
 #!/bin/sh
 # Bash completion (completion/psplice, or $PSPLICE_COMPLETION: an installed
-# copy): every subcommand of tools/psplice.c and every option of each option
-# table in tools/cmd_*.c is offered, and nothing else; enumerated values,
+# copy): every subcommand of cli/psplice.c and every option of each option
+# table in cli/cmd_*.c is offered, and nothing else; enumerated values,
 # files, directories and unix: paths are completed. The completion function
 # is driven as readline would: COMP_WORDS split at blanks and at '=' and ':'
 # (the default COMP_WORDBREAKS), COMP_LINE, COMP_POINT, COMP_CWORD.
@@ -69,9 +69,9 @@ has() {
 	grep -qxF -- "$3" <<<"$got" || fail "$1" "'$2<TAB>': no '$3' in [$(echo $got)]"
 }
 
-# The subcommands: the command table of tools/psplice.c.
-cmds=$(sed -n 's/^[[:space:]]*&cli_cmd_\([a-z]*\),.*/\1/p' "$top/tools/psplice.c")
-[ -n "$cmds" ] || fail $LINENO "no command found in tools/psplice.c"
+# The subcommands: the command table of cli/psplice.c.
+cmds=$(sed -n 's/^[[:space:]]*&cli_cmd_\([a-z]*\),.*/\1/p' "$top/cli/psplice.c")
+[ -n "$cmds" ] || fail $LINENO "no command found in cli/psplice.c"
 want $LINENO "psplice " $cmds --help --version
 want $LINENO "psplice c" $(grep '^c' <<<"$cmds")
 want $LINENO "psplice --v" --version
@@ -82,7 +82,8 @@ want $LINENO "psplice nosuch -"
 # --NAME=, optional_argument as both --NAME and --NAME=) and the short
 # options of its getopt_long string, with --help and --version.
 for cmd in $cmds; do
-	src=$top/tools/cmd_$cmd.c
+	src=$top/cli/cmd_$cmd.c
+	[ "$cmd" != bench ] || src=$top/bench/cmd_bench.c
 	[ -r "$src" ] || fail $LINENO "no $src for command $cmd"
 	long=$(sed -n 's/^[[:space:]]*{ "\([a-z-]*\)", \([a-z_]*\),.*/\1 \2/p' "$src" |
 		while read -r o kind; do
@@ -117,8 +118,8 @@ want $LINENO "psplice relay --copy=" splice readwrite
 want $LINENO "psplice relay -j 2 --copy r" readwrite
 want $LINENO "psplice tee --output-error=" warn warn-nopipe exit exit-nopipe
 want $LINENO "psplice tee -a --output-error=e" exit exit-nopipe
-groups=$(sed -n 's/^[[:space:]]*{ "\([a-z-]*\)", bench_.*/\1/p' "$top/tools/cmd_bench.c")
-[ -n "$groups" ] || fail $LINENO "no group table found in tools/cmd_bench.c"
+groups=$(sed -n 's/^[[:space:]]*{ "\([a-z-]*\)", bench_.*/\1/p' "$top/bench/cmd_bench.c")
+[ -n "$groups" ] || fail $LINENO "no group table found in bench/cmd_bench.c"
 want $LINENO "psplice bench --only " $groups
 want $LINENO "psplice bench --only=cat,pe" cat,per-call
 want $LINENO "psplice bench --quick --only=mechanism,cp,s" mechanism,cp,scaling

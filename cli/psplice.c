@@ -1,5 +1,5 @@
 /* psplice: the command line. Finds the subcommand and hands it the rest of
- * the arguments; each subcommand lives in its own tools/cmd_NAME.c. */
+ * the arguments; each subcommand lives in its own cli/cmd_NAME.c. */
 #include <stdio.h>
 #include <string.h>
 

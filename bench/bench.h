@@ -1,4 +1,4 @@
-/* psplice bench: what the benchmark groups (tools/bench_*.c) share. Every
+/* psplice bench: what the benchmark groups (bench/bench_*.c) share. Every
  * figure is a row; a row's ratio is taken against the baseline row of the
  * same group and item, measured in the same run. */
 #ifndef CLI_BENCH_H
