@@ -11,6 +11,7 @@ BINDIR ?= $(PREFIX)/bin
 MANDIR ?= $(PREFIX)/share/man
 PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
 BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+LIBEXECDIR ?= $(PREFIX)/libexec
 
 CC ?= cc
 BUILD ?= build
@@ -37,8 +38,14 @@ endif
 SONAME := libpsplice.so.$(VERSION_MAJOR)
 LIB_SRC := $(wildcard src/*.c)
 LIB_OBJ := $(LIB_SRC:src/%.c=$(BUILD)/src/%.o)
-TOOL_SRC := $(wildcard cli/*.c) $(wildcard bench/*.c)
-TOOL_OBJ := $(TOOL_SRC:%.c=$(BUILD)/%.o)
+CLI_SRC := $(wildcard cli/*.c)
+CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
+# The benchmark is a program of its own, psplice-bench, which psplice bench
+# runs: only those who install it carry its code (and libm, for the plot).
+# It shares the option handling, messages and /proc/meminfo reader of cli/.
+BENCH_SRC := $(wildcard bench/*.c)
+BENCH_OBJ := $(BENCH_SRC:%.c=$(BUILD)/%.o) $(BUILD)/cli/common.o $(BUILD)/cli/dirty.o
+BENCH_DIR ?= $(LIBEXECDIR)/psplice
 TEST_SRC := $(wildcard tests/t_*.c)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 TEST_HELP := $(BUILD)/tests/helpers.o
@@ -57,7 +64,7 @@ PRELOAD_DIR ?= $(LIBDIR)/psplice
 all: lib tools
 
 lib: $(BUILD)/libpsplice.a $(BUILD)/$(SONAME)
-tools: $(BUILD)/psplice $(PRELOAD)
+tools: $(BUILD)/psplice $(BUILD)/psplice-bench $(PRELOAD)
 tests: $(TEST_BIN)
 
 $(BUILD)/src/%.o: src/%.c src/*.h include/psplice.h
@@ -85,9 +92,13 @@ $(BUILD)/bench/%.o: bench/%.c bench/*.h cli/*.h include/psplice.h
 	$(call say,CC,$<)
 	$(Q)$(CC) $(APP_CFLAGS) -Icli -c -o $@ $<
 
-$(BUILD)/psplice: $(TOOL_OBJ) $(BUILD)/libpsplice.a
+$(BUILD)/psplice: $(CLI_OBJ) $(BUILD)/libpsplice.a
 	$(call say,LD,$@)
-	$(Q)$(CC) $(APP_CFLAGS) $(LDFLAGS) -o $@ $(TOOL_OBJ) $(BUILD)/libpsplice.a $(LDLIBS) -lm
+	$(Q)$(CC) $(APP_CFLAGS) $(LDFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/libpsplice.a $(LDLIBS)
+
+$(BUILD)/psplice-bench: $(BENCH_OBJ) $(BUILD)/libpsplice.a
+	$(call say,LD,$@)
+	$(Q)$(CC) $(APP_CFLAGS) $(LDFLAGS) -o $@ $(BENCH_OBJ) $(BUILD)/libpsplice.a $(LDLIBS) -lm
 
 # libpsplice-preload.so: the library linked in statically, its symbols kept
 # inside (--exclude-libs), so that only the interposed calls are exported.
@@ -111,6 +122,7 @@ $(PRELOAD): $(PRELOAD_OBJ) $(PRELOAD_LIB)
 		-o $@ $(PRELOAD_OBJ) $(PRELOAD_LIB) -ldl $(LDLIBS)
 
 $(BUILD)/cli/cmd_exec.o: APP_CFLAGS += -DPSPLICE_PRELOAD_PATH='"$(PRELOAD_DIR)/libpsplice-preload.so"'
+$(BUILD)/cli/psplice.o: APP_CFLAGS += -DPSPLICE_BENCH_PATH='"$(BENCH_DIR)/psplice-bench"'
 
 $(TEST_HELP): tests/helpers.c tests/t.h include/psplice.h
 	@mkdir -p $(@D)
@@ -176,13 +188,14 @@ install: lib tools
 	$(call say,INSTALL,$(DESTDIR)$(PREFIX))
 	$(Q)install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(BINDIR) \
 		$(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3 $(DESTDIR)$(PKGCONFIGDIR) \
-		$(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(PRELOAD_DIR)
+		$(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(PRELOAD_DIR) $(DESTDIR)$(BENCH_DIR)
 	$(Q)install -m 644 $(BUILD)/libpsplice.a $(DESTDIR)$(LIBDIR)/
 	$(Q)install -m 644 $(PRELOAD) $(DESTDIR)$(PRELOAD_DIR)/
 	$(Q)install -m 755 $(BUILD)/$(SONAME) $(DESTDIR)$(LIBDIR)/
 	$(Q)ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libpsplice.so
 	$(Q)install -m 644 include/psplice.h $(DESTDIR)$(INCLUDEDIR)/
 	$(Q)install -m 755 $(BUILD)/psplice $(DESTDIR)$(BINDIR)/
+	$(Q)install -m 755 $(BUILD)/psplice-bench $(DESTDIR)$(BENCH_DIR)/
 	$(Q)install -m 644 man/*.1 $(DESTDIR)$(MANDIR)/man1/
 	$(Q)install -m 644 man/*.3 $(DESTDIR)$(MANDIR)/man3/
 	$(Q)install -m 644 completion/psplice $(DESTDIR)$(BASHCOMPDIR)/
@@ -213,7 +226,7 @@ deps-deb:
 deb-check:
 	$(Q)sh tests/deb-check.sh $(BUILD)/deb
 
-# The benchmark: psplice bench, every group (QUICK=1: the one-minute subset;
+# The benchmark: psplice bench (build/psplice-bench), every group (QUICK=1: the one-minute subset;
 # BENCH_ONLY=cat,cp: some groups). Peers are installed when root.
 bench: tools
 	-$(Q)sh tests/deps.sh bench
@@ -266,8 +279,9 @@ build-fuzz/fuzz_ops: tests/fuzz/fuzz_ops.c $(FUZZ_SRC) tests/fuzz/*.h build-fuzz
 	$(Q)clang $(BASE) -O1 -g -fsanitize=fuzzer $(FUZZ_CFLAGS) -o $@ $< $(FUZZ_SRC) \
 		build-fuzz/libpsplice.a $(LDLIBS) -lutil
 
-# The option fuzzer links every subcommand, without psplice.c's main.
-FUZZ_TOOL_SRC := $(filter-out cli/psplice.c,$(TOOL_SRC))
+# The option fuzzer links every subcommand's parser, the benchmark's too,
+# without the mains of psplice and psplice-bench.
+FUZZ_TOOL_SRC := $(filter-out cli/psplice.c bench/psplice_bench.c,$(CLI_SRC) $(BENCH_SRC))
 build-fuzz/fuzz_opts: tests/fuzz/fuzz_opts.c $(FUZZ_TOOL_SRC) cli/*.h bench/*.h build-fuzz/libpsplice.a
 	$(call say,CC,$@)
 	$(Q)clang $(BASE) -Icli -Ibench -O1 -g -fsanitize=fuzzer $(FUZZ_CFLAGS) -o $@ $< $(FUZZ_TOOL_SRC) \

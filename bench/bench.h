@@ -9,6 +9,10 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+/* The command: psplice bench, run by psplice-bench (psplice_bench.c). */
+struct cli_cmd;
+extern const struct cli_cmd bench_cmd;
+
 #define BENCH_GiB ((double)(1ull << 30))
 
 struct bench_opts {

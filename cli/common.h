@@ -27,7 +27,10 @@ struct cli_cmd {
 	int (*main)(const struct cli_cmd *cmd, int argc, char **argv);
 };
 
+/* Runs the benchmark, psplice-bench, with the path of this psplice in the
+ * environment variable CLI_BENCH_ENV: the command it measures. */
 extern const struct cli_cmd cli_cmd_bench;
+#define CLI_BENCH_ENV "PSPLICE_BENCH_PSPLICE"
 extern const struct cli_cmd cli_cmd_cat;
 extern const struct cli_cmd cli_cmd_cp;
 extern const struct cli_cmd cli_cmd_exec;

@@ -1,9 +1,53 @@
 /* psplice: the command line. Finds the subcommand and hands it the rest of
  * the arguments; each subcommand lives in its own cli/cmd_NAME.c. */
+#include <errno.h>
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common.h"
+
+#ifndef PSPLICE_BENCH_PATH
+#define PSPLICE_BENCH_PATH "/usr/local/libexec/psplice/psplice-bench"
+#endif
+
+/* psplice bench is a program of its own (bench/), run here with the same
+ * arguments: users measure on their machine with the command they know,
+ * and only those who install the benchmark carry its code. It is looked
+ * for next to this binary first, so that build/psplice bench runs the
+ * build's, then where make install puts it. */
+static int exec_bench(const struct cli_cmd *cmd, int argc, char **argv)
+{
+	char self[PATH_MAX], path[PATH_MAX + 16];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	const char *slash;
+
+	(void)cmd;
+	(void)argc;
+	if (n > 0) {
+		self[n] = '\0';
+		setenv(CLI_BENCH_ENV, self, 1);
+		slash = strrchr(self, '/');
+		snprintf(path, sizeof(path), "%.*s/psplice-bench", (int)(slash - self), self);
+		execv(path, argv);
+	}
+	execv(PSPLICE_BENCH_PATH, argv);
+	if (errno == ENOENT)
+		fputs(CLI_NAME " bench: the benchmark is not installed"
+		      " (Debian package psplice-bench)\n", stderr);
+	else
+		fprintf(stderr, CLI_NAME " bench: cannot run %s: %s\n",
+			cli_quote(PSPLICE_BENCH_PATH), strerror(errno));
+	return 127;
+}
+
+const struct cli_cmd cli_cmd_bench = {
+	.name = "bench",
+	.summary = "measure every path and peer on this machine",
+	.main = exec_bench,
+};
 
 /* A new subcommand is one more line here and one more file. */
 static const struct cli_cmd *const commands[] = {

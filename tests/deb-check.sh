@@ -2,14 +2,16 @@
 # make deb-check: install the packages make deb built (DIR, default
 # build/deb) on this machine with dpkg, as a user would; build and run a C
 # program against them through pkg-config, run the installed psplice, load
-# its completion and man pages from where the system looks; then purge the
+# its completion and man pages from where the system looks; psplice bench
+# says the benchmark is missing until psplice-bench is installed, then runs
+# it; then purge the
 # packages and check that nothing of them is left. Needs root (dpkg);
 # refuses to touch a psplice already installed. Prints one summary line;
 # exits 1 if any check failed.
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 dir=${1:-$top/build/deb}
-pkgs="libpsplice0 libpsplice-dev psplice"
+pkgs="libpsplice0 libpsplice-dev psplice psplice-bench"
 CC=${CC:-cc}
 checks=0 failed=0
 
@@ -21,7 +23,8 @@ debs=
 for p in $pkgs; do
 	f=$(ls "$dir/${p}_"*.deb 2>/dev/null | head -1)
 	[ -n "$f" ] || { echo "deb-check: FAILED: no $p package in $dir (make deb)"; exit 1; }
-	debs="$debs $f"
+	# The benchmark goes in after the check that psplice alone lacks it.
+	if [ "$p" = psplice-bench ]; then bench_deb=$f; else debs="$debs $f"; fi
 	st=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null)
 	if [ -n "$st" ] && [ "$st" != not-installed ]; then
 		echo "deb-check: FAILED: $p is already on this machine ($st); purge it first"
@@ -44,13 +47,23 @@ ok() {
 	"$@" >"$tmp/out" 2>&1 || { fail "$d"; sed 's/^/    /' "$tmp/out" >&2; }
 }
 
-installed=true
-# shellcheck disable=SC2086 # word lists
-if ! dpkg -i $debs >"$tmp/install.log" 2>&1; then
+# install DEB...: dpkg -i, or the log and exit 1.
+install() {
+	# shellcheck disable=SC2068 # a word list
+	dpkg -i $@ >"$tmp/install.log" 2>&1 && return 0
 	sed 's/^/    /' "$tmp/install.log"
-	echo "deb-check: FAILED: dpkg -i$debs"
+	echo "deb-check: FAILED: dpkg -i $*"
 	exit 1
-fi
+}
+installed=true
+# shellcheck disable=SC2086 # a word list
+install $debs
+# psplice without psplice-bench: psplice bench says what to install.
+ok "psplice bench without psplice-bench does not say it is not installed" sh -c \
+	'psplice bench --help >"$1/bench.out" 2>&1; rc=$?; test $rc -eq 127 &&
+	grep -qx "psplice bench: the benchmark is not installed (Debian package psplice-bench)" \
+		"$1/bench.out"' - "$tmp"
+install "$bench_deb"
 for p in $pkgs; do
 	dpkg -L "$p" >"$tmp/$p.files"
 done
@@ -70,6 +83,13 @@ owns libpsplice-dev /usr/include/psplice.h $libdir/libpsplice.a $libdir/libpspli
 	/usr/share/man/man3/psplice_copy.3.gz
 owns psplice /usr/bin/psplice /usr/share/man/man1/psplice.1.gz \
 	/usr/share/bash-completion/completions/psplice $libdir/psplice/libpsplice-preload.so
+owns psplice-bench /usr/libexec/psplice/psplice-bench
+ok "the psplice package holds the benchmark" \
+	sh -c '! grep -qx /usr/libexec/psplice/psplice-bench "$1"' - "$tmp/psplice.files"
+ok "psplice bench --help through psplice-bench fails" sh -c \
+	'psplice bench --help | grep -q "^Usage: psplice bench "'
+ok "psplice bench --only nosuch is not refused by psplice-bench" sh -c \
+	'psplice bench --only nosuch 2>&1 | grep -q "unknown group .nosuch."'
 ok "ldconfig does not know libpsplice.so.0" sh -c 'ldconfig -p | grep -q "libpsplice\.so\.0 "'
 
 # A program built the way a user of libpsplice-dev builds one, run with no
@@ -152,8 +172,8 @@ ok "ldconfig still knows libpsplice.so.0 after purge" \
 
 if [ "$failed" -eq 0 ]; then
 	echo "deb-check: OK: $checks checks: installed$(for p in $pkgs; do printf ' %s' "$p"; done)" \
-		"with dpkg, a C program built via pkg-config runs, psplice --version, man pages and" \
-		"completion found, purged clean"
+		"with dpkg, a C program built via pkg-config runs, psplice --version, psplice bench" \
+		"missing then run, man pages and completion found, purged clean"
 else
 	echo "deb-check: FAILED $failed of $checks checks"
 	exit 1

@@ -35,7 +35,8 @@ fi
 # What make install must have put where.
 for f in include/psplice.h lib/libpsplice.a lib/pkgconfig/psplice.pc bin/psplice \
 	share/man/man1/psplice.1 share/man/man3/psplice.3 \
-	share/bash-completion/completions/psplice lib/psplice/libpsplice-preload.so; do
+	share/bash-completion/completions/psplice lib/psplice/libpsplice-preload.so \
+	libexec/psplice/psplice-bench; do
 	ok "missing /usr/$f" test -s "$root/usr/$f"
 done
 soname=$(readelf -d "$lib/libpsplice.so" 2>/dev/null |
@@ -172,6 +173,13 @@ ok "installed psplice --version does not say $want" \
 	sh -c '"$1" --version | grep -qx "psplice $2"' - "$root/usr/bin/psplice" "$want"
 ok "installed psplice cp fails" sh -c '"$1" cp "$2" "$3" && cmp "$2" "$3"' - \
 	"$root/usr/bin/psplice" "$tmp/data" "$tmp/cli.copy"
+# The benchmark is a program of its own: the command carries none of it,
+# nor libm (the benchmark's plot needs it).
+ok "installed psplice holds benchmark code" \
+	sh -c '! nm "$1" | grep -q " bench_"' - "$root/usr/bin/psplice"
+ok "installed psplice links libm" sh -c '! ldd "$1" | grep -q "libm\."' - "$root/usr/bin/psplice"
+ok "installed psplice-bench --help fails" sh -c \
+	'"$1" --help | grep -q "^Usage: psplice bench "' - "$root/usr/libexec/psplice/psplice-bench"
 # The preload library exports the calls it interposes and nothing of the
 # library linked into it; psplice exec runs a command with it.
 preload=$root/usr/lib/psplice/libpsplice-preload.so

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "bench.h"
 #include "common.h"
 
 #define MAX_ARGS 40
@@ -24,7 +25,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static const struct cli_cmd *const commands[] = {
-	&cli_cmd_bench, &cli_cmd_cat, &cli_cmd_cp, &cli_cmd_exec,
+	&bench_cmd, &cli_cmd_cat, &cli_cmd_cp, &cli_cmd_exec,
 	&cli_cmd_relay, &cli_cmd_sync, &cli_cmd_tee,
 };
 

@@ -1,0 +1,12 @@
+/* psplice-bench: the benchmark, a program of its own that psplice bench
+ * runs with its arguments (cli/psplice.c). */
+#include "bench.h"
+#include "common.h"
+
+int main(int argc, char **argv)
+{
+	cli_check_stdout_at_exit();
+	/* Messages read "psplice: ...", as psplice bench's always have. */
+	argv[0] = (char *)CLI_NAME;
+	return bench_cmd.main(&bench_cmd, argc, argv);
+}
