@@ -69,6 +69,14 @@ extern struct bench_row bench_rows[BENCH_MAX_ROWS];
 extern int bench_nrows;
 extern struct bench_target bench_targets[BENCH_MAX_TARGETS];
 extern int bench_ntargets;
+/* The rows in order, each compared with its baseline (bench_report.c). */
+void bench_finish(void);
+/* The machine, the targets and the rows as a table. */
+void bench_print(FILE *f, const char *machine);
+/* DIR/latest.csv, latest.svg and latest.txt; 0, or 1 (said on stderr). */
+int bench_write_outputs(const char *dir, const char *machine);
+/* "Linux 6.1 x86_64, 2 CPUs (...), 8 GiB RAM, scratch on ext4" */
+void bench_describe_machine(char *buf, size_t size, const char *dir);
 /* The plot of the rows (bench_svg.c). */
 void bench_svg(FILE *f, const char *machine);
 
@@ -92,6 +100,9 @@ void bench_target_value(const char *what, double value, double goal, bool at_lea
 			const char *why);
 void bench_target_missing(const char *what, double goal, bool at_least,
 			  const char *why);
+
+/* Sort n figures, smallest first. */
+void bench_sort(double *v, int n);
 
 /* The machine's Dirty + Writeback (/proc/meminfo), in bytes. */
 double bench_meminfo_dirty(void);

@@ -33,18 +33,29 @@ void fwd_first_line(const char *path, char *buf, size_t size)
 	fclose(f);
 }
 
-static int cmp_double(const void *a, const void *b)
+char *fwd_slurp(const char *path, size_t max)
 {
-	double x = *(const double *)a, y = *(const double *)b;
+	FILE *f = fopen(path, "r");
+	char *buf = f ? malloc(max + 1) : NULL;
+	size_t n = 0;
 
-	return (x > y) - (x < y);
+	if (buf)
+		n = fread(buf, 1, max, f);
+	if (f)
+		fclose(f);
+	if (!n) {
+		free(buf);
+		return NULL;
+	}
+	buf[n] = '\0';
+	return buf;
 }
 
 /* The median; of an even count, the better of the two middle values
  * (on a shared machine, noise only ever makes a figure worse). */
 static double typical(double *v, int n, bool higher_is_better)
 {
-	qsort(v, (size_t)n, sizeof(*v), cmp_double);
+	bench_sort(v, n);
 	if (n % 2)
 		return v[n / 2];
 	return higher_is_better ? v[n / 2] : v[n / 2 - 1];

@@ -18,6 +18,9 @@ void fwd_scratch(const struct bench_opts *o, const char *name, char *buf, size_t
 /* The first line of a file, "" when there is none: a program's complaint,
  * short enough for a skip reason. */
 void fwd_first_line(const char *path, char *buf, size_t size);
+/* A whole small file (at most max bytes), NUL-terminated, to free; NULL
+ * when unreadable or empty. */
+char *fwd_slurp(const char *path, size_t max);
 
 /* The figures of the runs of one variant that worked. */
 struct fwd_runs {

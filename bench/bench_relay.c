@@ -14,55 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bench.h"
-#include "bench_fwd.h"
-
-/* A whole small file, NUL-terminated; NULL when unreadable or empty. */
-static char *slurp(const char *path, size_t max)
-{
-	FILE *f = fopen(path, "r");
-	char *buf = f ? malloc(max + 1) : NULL;
-	size_t n = 0;
-
-	if (buf)
-		n = fread(buf, 1, max, f);
-	if (f)
-		fclose(f);
-	if (!n) {
-		free(buf);
-		return NULL;
-	}
-	buf[n] = '\0';
-	return buf;
-}
-
-enum fwd_kind { F_DIRECT, F_RELAY, F_SOCAT, F_HAPROXY };
-
-struct fwd {
-	const char *variant;
-	enum fwd_kind kind;
-	bool copy;                /* psplice relay --copy=readwrite */
-	bool nagle;               /* psplice relay --nagle */
-	const char *lowat;        /* psplice relay --notsent-lowat=, NULL: none */
-	const char *prog;         /* what runs it; NULL for the direct row */
-	char why[100];            /* not measurable here: the reason */
-	char fail[100];           /* the last run that failed: why */
-	struct fwd_runs r;
-	/* What the forwarder sent on to the iperf3 server, summed over runs
-	 * from ss -ti mid-run: bytes_sent and data_segs_out. */
-	double sent, segs;
-};
-
-#define MAX_FWD 8
-
-struct relay_ctx {
-	const struct bench_opts *o;
-	struct fwd f[MAX_FWD];
-	int n;                    /* variants in this item */
-	char haproxy_note[72];    /* version and splice support */
-	int server_port;
-	pid_t server;
-};
+#include "bench_relay.h"
 
 /* The variants of the main items; the ratios of the targets are taken
  * between these names. */
@@ -102,91 +54,6 @@ static const struct fwd sockopt_set[] = {
  * CPU where the relay's defaults gave 1.12x). */
 #define SOCKOPT_QUICK 4
 
-/* Debian puts haproxy in /usr/sbin, outside a user's PATH. */
-static const char *find_haproxy(void)
-{
-	static const char *const where[] = { "haproxy", "/usr/sbin/haproxy",
-					     "/usr/local/sbin/haproxy" };
-	size_t i;
-
-	for (i = 0; i < sizeof(where) / sizeof(where[0]); i++)
-		if (bench_have(where[i]))
-			return where[i];
-	return NULL;
-}
-
-/* Whether this haproxy was built with splice, and its version, for the
- * row's note; -1 when it does not splice (the row would measure nothing
- * of what it claims). */
-static int haproxy_check(struct relay_ctx *x, const char *prog)
-{
-	char path[4096], cmd[4300], ver[32] = "?";
-	char *vv, *p;
-	int splice;
-
-	fwd_scratch(x->o, "haproxy-vv.txt", path, sizeof(path));
-	snprintf(cmd, sizeof(cmd), "'%s' -vv > '%s' 2>&1", prog, path);
-	bench_sh(cmd, NULL, NULL);
-	vv = slurp(path, 1 << 16);
-	if (!vv)
-		return -1;
-	if ((p = strstr(vv, "version ")))
-		sscanf(p + 8, "%31[0-9.]", ver);
-	splice = strstr(vv, "+LINUX_SPLICE") != NULL;
-	free(vv);
-	snprintf(x->haproxy_note, sizeof(x->haproxy_note), "HAProxy %.15s, %s", ver,
-		 splice ? "+LINUX_SPLICE, splice-request/response" : "no LINUX_SPLICE");
-	return splice ? 0 : -1;
-}
-
-/* --copy is new: until psplice relay has it, the read/write row is
- * skipped rather than measured as something else. */
-static bool relay_has_copy(const char *self)
-{
-	char cmd[4200];
-
-	snprintf(cmd, sizeof(cmd), "'%s' relay --help | grep -q -e '--copy'", self);
-	return bench_sh(cmd, NULL, NULL) == 0;
-}
-
-/* Which forwarders this machine has; the reason for each it has not. */
-static void relay_variants(struct relay_ctx *x, const struct fwd *set, int n)
-{
-	const char *haproxy = NULL;
-	struct fwd *f;
-	int i;
-
-	x->n = n;
-	for (i = 0; i < n; i++) {
-		f = &x->f[i];
-		*f = set[i];
-		switch (f->kind) {
-		case F_DIRECT:
-			break;
-		case F_RELAY:
-			f->prog = x->o->self;
-			if (f->copy && !relay_has_copy(x->o->self))
-				snprintf(f->why, sizeof(f->why),
-					 "psplice relay has no --copy=readwrite yet");
-			break;
-		case F_SOCAT:
-			f->prog = "socat";
-			if (!bench_have("socat"))
-				snprintf(f->why, sizeof(f->why), "socat not installed");
-			break;
-		case F_HAPROXY:
-			f->prog = haproxy = find_haproxy();
-			if (!haproxy)
-				snprintf(f->why, sizeof(f->why), "haproxy not installed");
-			else if (haproxy_check(x, haproxy) < 0)
-				snprintf(f->why, sizeof(f->why), "haproxy without splice (%s)",
-					 x->haproxy_note[0] ? x->haproxy_note :
-					 "haproxy -vv failed");
-			break;
-		}
-	}
-}
-
 /* The variant of this name in the item, or NULL. */
 static struct fwd *variant(struct relay_ctx *x, const char *name)
 {
@@ -196,68 +63,6 @@ static struct fwd *variant(struct relay_ctx *x, const char *name)
 		if (!strcmp(x->f[i].variant, name))
 			return &x->f[i];
 	return NULL;
-}
-
-/* One thread, so that its CPU is one core's worth like the -j 1 relays.
- * Splice is forced both ways: with option splice-auto, HAProxy 2.6 never
- * judged an iperf3 stream on loopback fast enough to splice (strace: only
- * recvfrom/sendto, and the throughput of no splice option at all), so the
- * row would not be the splicing HAProxy it is named for. */
-static int haproxy_config(const struct relay_ctx *x, int port, char *path, size_t size)
-{
-	FILE *c;
-
-	fwd_scratch(x->o, "haproxy.cfg", path, size);
-	c = fopen(path, "w");
-	if (!c)
-		return -1;
-	fprintf(c, "global\n\tnbthread 1\n\tmaxconn 1024\n"
-		"defaults\n\tmode tcp\n\toption splice-request\n\toption splice-response\n"
-		"\ttimeout connect 5s\n\ttimeout client 60s\n\ttimeout server 60s\n"
-		"frontend in\n\tbind 127.0.0.1:%d\n\tdefault_backend out\n"
-		"backend out\n\tserver target 127.0.0.1:%d\n", port, x->server_port);
-	return fclose(c);
-}
-
-static int forwarder_argv(const struct relay_ctx *x, const struct fwd *f, int port,
-			  struct fwd_cmdline *c)
-{
-	char cfg[4096];
-
-	fwd_cmd_init(c, f->prog);
-	switch (f->kind) {
-	case F_RELAY:
-		fwd_arg(c, "relay");
-		fwd_arg(c, "-j");
-		fwd_arg(c, "1");
-		/* Stopped with SIGTERM: drain for less than fwd_stop waits. */
-		fwd_arg(c, "--drain-timeout");
-		fwd_arg(c, "1");
-		if (f->copy)
-			fwd_arg(c, "--copy=readwrite");
-		if (f->nagle)
-			fwd_arg(c, "--nagle");
-		if (f->lowat)
-			fwd_arg(c, "--notsent-lowat=%s", f->lowat);
-		fwd_arg(c, "127.0.0.1:%d", port);
-		fwd_arg(c, "127.0.0.1:%d", x->server_port);
-		return 0;
-	case F_SOCAT:
-		fwd_arg(c, "-b");
-		fwd_arg(c, "131072");
-		fwd_arg(c, "TCP-LISTEN:%d,bind=127.0.0.1,reuseaddr,fork", port);
-		fwd_arg(c, "TCP:127.0.0.1:%d", x->server_port);
-		return 0;
-	case F_HAPROXY:
-		if (haproxy_config(x, port, cfg, sizeof(cfg)) < 0)
-			return -1;
-		fwd_arg(c, "-db");
-		fwd_arg(c, "-f");
-		fwd_arg(c, "%s", cfg);
-		return 0;
-	default:
-		return -1;
-	}
 }
 
 /* The iperf3 server every variant sends to; a fresh one after a failed
@@ -281,147 +86,13 @@ static int server_start(struct relay_ctx *x)
 	return x->server < 0 ? -1 : 0;
 }
 
-/* `"key": number` at or after from; -1 when absent. */
-static double json_number(const char *from, const char *key)
-{
-	char quoted[64];
-	const char *p;
-
-	snprintf(quoted, sizeof(quoted), "\"%s\"", key);
-	p = strstr(from, quoted);
-	if (!p || !(p = strchr(p + strlen(quoted), ':')))
-		return -1;
-	return strtod(p + 1, NULL);
-}
-
-/* The CPU seconds of both iperf3 ends over the test, from "end" of its -J
- * output at p (the receiver's sum), -1 when it does not say. iperf3 gives
- * each end's CPU as the percent of one CPU over the test: clock() (user +
- * system of all the process's threads) over the wall time from the test's
- * start to its end (cpu_util() in iperf_util.c); "host" is the client,
- * "remote" the server. Times the receiver's seconds, that gave the seconds
- * of /usr/bin/time for the client and of /proc/PID/stat for the server
- * within 0.01 s (iperf 3.12, 2 s tests on loopback). */
-static double iperf_peers_cpu(const char *p)
-{
-	double secs = json_number(p, "seconds"), host, remote;
-	const char *u = strstr(p, "\"cpu_utilization_percent\":");
-
-	if (!u || secs <= 0)
-		return -1;
-	host = json_number(u, "host_total");
-	remote = json_number(u, "remote_total");
-	if (host < 0 || remote < 0)
-		return -1;
-	return (host + remote) / 100 * secs;
-}
-
-/* The receiver's totals from iperf3 -J: the sum over streams in "end";
- * both ends' CPU seconds in *peers_cpu (-1: not known). */
-static int iperf_parse(const char *path, double *gbps, double *bytes,
-		       double *peers_cpu, char *why, size_t size)
-{
-	char *json = slurp(path, 4 << 20), *p, *err;
-	int r = -1;
-
-	if (!json) {
-		snprintf(why, size, "iperf3 wrote no output");
-		return -1;
-	}
-	if ((err = strstr(json, "\"error\":"))) {
-		err += 8 + strcspn(err + 8, "\"");
-		err += *err == '"';
-		snprintf(why, size, "iperf3: %.*s", (int)strcspn(err, "\""), err);
-	} else if (!(p = strstr(json, "\"end\":")) ||
-		   !(p = strstr(p, "\"sum_received\":"))) {
-		snprintf(why, size, "iperf3 output has no receiver sum");
-	} else {
-		*bytes = json_number(p, "bytes");
-		*gbps = json_number(p, "bits_per_second") / 1e9;
-		*peers_cpu = iperf_peers_cpu(p);
-		r = *bytes > 0 && *gbps > 0 ? 0 : -1;
-		if (r < 0)
-			snprintf(why, size, "iperf3 received nothing");
-	}
-	free(json);
-	return r;
-}
-
-/* iperf3 takes whole seconds, and -t 0 would mean forever. */
-static int iperf_secs(const struct bench_opts *o)
-{
-	return o->secs < 1 ? 1 : (int)(o->secs + 0.5);
-}
-
-/* The sum of every "key:N" in text. */
-static double sum_field(const char *text, const char *key)
-{
-	size_t len = strlen(key);
-	const char *p = text;
-	double sum = 0;
-
-	while ((p = strstr(p, key))) {
-		if (p == text || p[-1] == ' ' || p[-1] == '\t')
-			sum += strtod(p + len, NULL);
-		p += len;
-	}
-	return sum;
-}
-
-/* What ss -ti said of the sockets that send to the iperf3 server (the
- * forwarder's, or the client's in the direct row): bytes and data
- * segments sent so far. */
-static void segments_add(struct fwd *f, const char *path)
-{
-	char *ss = slurp(path, 1 << 20);
-	double sent, segs;
-
-	if (!ss)
-		return;
-	sent = sum_field(ss, "bytes_sent:");
-	segs = sum_field(ss, "data_segs_out:");
-	free(ss);
-	if (sent > 0 && segs > 0) {
-		f->sent += sent;
-		f->segs += segs;
-	}
-}
-
-/* iperf3 through port; ss samples the sockets that reach the server at
- * two thirds of the test, for the segment sizes. */
-static int iperf_run(struct relay_ctx *x, struct fwd *f, int port, int streams,
-		     double *gbps, double *bytes, double *peers_cpu)
-{
-	char out[4096], seg[4096], cmd[9000];
-	int secs = iperf_secs(x->o), st;
-
-	fwd_scratch(x->o, "iperf3.json", out, sizeof(out));
-	fwd_scratch(x->o, "ss.txt", seg, sizeof(seg));
-	unlink(out);
-	unlink(seg);
-	snprintf(cmd, sizeof(cmd), "(sleep %.2f; ss -tniH state established "
-		 "dport = :%d > '%s' 2>/dev/null) & "
-		 "timeout -k 2 %d iperf3 -c 127.0.0.1 -p %d -t %d -P %d "
-		 "-J --connect-timeout 3000 > '%s'; st=$?; wait; exit $st",
-		 secs * 2 / 3.0 + 0.2, x->server_port, seg, secs + 15, port, secs,
-		 streams, out);
-	st = bench_sh(cmd, NULL, NULL);
-	if (iperf_parse(out, gbps, bytes, peers_cpu, f->fail, sizeof(f->fail)) < 0)
-		return -1;
-	if (st != 0) {
-		snprintf(f->fail, sizeof(f->fail), "iperf3 exited with %d", st);
-		return -1;
-	}
-	segments_add(f, seg);
-	return 0;
-}
-
 /* One run of one variant: start its forwarder on a fresh port, send
  * through it, stop it for its CPU. */
 static int relay_run(struct relay_ctx *x, struct fwd *f, int streams)
 {
 	char errfile[4096], line[100];
-	double gbps = 0, bytes = 0, cpu = -1, peers = -1, gib;
+	struct iperf_result ir;
+	double cpu = -1, gib;
 	struct fwd_cmdline c;
 	int port = x->server_port, st = 0, r;
 	pid_t pid = -1;
@@ -434,7 +105,7 @@ static int relay_run(struct relay_ctx *x, struct fwd *f, int streams)
 	if (f->kind != F_DIRECT) {
 		port = bench_free_port();
 		fwd_scratch(x->o, "forwarder.log", errfile, sizeof(errfile));
-		if (forwarder_argv(x, f, port, &c) < 0) {
+		if (relay_forwarder_argv(x, f, port, &c) < 0) {
 			snprintf(f->fail, sizeof(f->fail), "cannot write a configuration");
 			return -1;
 		}
@@ -442,7 +113,7 @@ static int relay_run(struct relay_ctx *x, struct fwd *f, int streams)
 		if (pid < 0)
 			return -1;
 	}
-	r = iperf_run(x, f, port, streams, &gbps, &bytes, &peers);
+	r = iperf_run(x->o, x->server_port, port, streams, &ir, f->fail, sizeof(f->fail));
 	if (pid > 0)
 		cpu = fwd_stop(pid, &st);
 	/* The relay exits 0 after a SIGTERM drain: anything else is a crash
@@ -455,12 +126,14 @@ static int relay_run(struct relay_ctx *x, struct fwd *f, int streams)
 	}
 	if (r < 0)
 		return -1;
-	gib = bytes / BENCH_GiB;
-	fwd_runs_add(&f->r, gbps, pid > 0 && cpu >= 0 ? cpu / gib : -1);
+	f->sent += ir.sent;
+	f->segs += ir.segs;
+	gib = ir.bytes / BENCH_GiB;
+	fwd_runs_add(&f->r, ir.gbps, pid > 0 && cpu >= 0 ? cpu / gib : -1);
 	/* The whole system: the forwarder (none for the direct row) and both
 	 * iperf3 ends. */
-	if (peers >= 0 && (pid < 0 || cpu >= 0))
-		fwd_runs_add_system(&f->r, ((pid > 0 ? cpu : 0) + peers) / gib);
+	if (ir.peers_cpu >= 0 && (pid < 0 || cpu >= 0))
+		fwd_runs_add_system(&f->r, ((pid > 0 ? cpu : 0) + ir.peers_cpu) / gib);
 	return 0;
 }
 

@@ -143,6 +143,18 @@ void bench_target_ratio(const char *what, const char *group, const char *item,
 	bench_targets[bench_ntargets - 1].ratio = true;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+void bench_sort(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(*v), cmp_double);
+}
+
 double bench_now(void)
 {
 	struct timespec t;

@@ -59,11 +59,6 @@ static const char *dir;
 
 #define GROUP "write-behind"
 
-static double now(void)
-{
-	return bench_now();
-}
-
 static void sleep_ms(int ms)
 {
 	struct timespec t = { ms / 1000, (long)(ms % 1000) * 1000000 };
@@ -140,11 +135,11 @@ static void *victim(void *arg)
 		return NULL;
 	memset(buf, 'v', sizeof(buf));
 	while (atomic_load(&running) && v->n < (long)(sizeof(v->lat) / sizeof(v->lat[0]))) {
-		t = now();
+		t = bench_now();
 		if (pwrite(fd, buf, sizeof(buf), (off_t)(v->n % 256) * 4096) < 0 ||
 		    fdatasync(fd) < 0)
 			break;
-		v->lat[v->n++] = (now() - t) * 1e3;
+		v->lat[v->n++] = (bench_now() - t) * 1e3;
 		sleep_ms(10);
 	}
 	close(fd);
@@ -152,18 +147,11 @@ static void *victim(void *arg)
 	return NULL;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 static double p99(double *v, long n)
 {
 	if (n <= 0)
 		return 0;
-	qsort(v, (size_t)n, sizeof(*v), cmp_double);
+	bench_sort(v, (int)n);
 	return v[(long)((double)(n - 1) * 0.99)];
 }
 
@@ -203,10 +191,50 @@ static int start_threads(pthread_t *ts, pthread_t *tv, struct sampler *smp,
 	return 0;
 }
 
+/* The writes, each timed into lat, then the file made durable: 0, or -1
+ * (st->skipped says why when a write failed). */
+static int write_all(const struct variant *var, int fd, const char *buf, long nwrites,
+		     double *lat, struct psplice_wb **wb, struct stats *st)
+{
+	double t0 = bench_now(), t;
+	long i;
+	int rc;
+
+	for (i = 0; i < nwrites; i++) {
+		t = bench_now();
+		if (write_one(var, fd, buf, (off_t)i * (off_t)WRITE_SIZE, *wb) < 0) {
+			st->skipped = errno == EOPNOTSUPP || errno == EINVAL ?
+				      "not supported by this kernel or filesystem" : strerror(errno);
+			return -1;
+		}
+		lat[i] = (bench_now() - t) * 1e3;
+	}
+	if (*wb) {
+		rc = psplice_wb_finish(*wb, PSPLICE_SYNC_DATA, NULL);
+		*wb = NULL;
+	} else {
+		rc = fdatasync(fd);
+	}
+	st->durable_s = bench_now() - t0;
+	return rc;
+}
+
+/* The figures of a run that made its file durable. */
+static void collect(struct stats *st, const struct sampler *smp, double *lat, long nwrites,
+		    struct victim *vic)
+{
+	st->peak_dirty = smp->peak;
+	st->own_peak = smp->own_peak;
+	st->mean_dirty = smp->n ? smp->sum / (double)smp->n : 0;
+	st->p99_ms = p99(lat, nwrites);
+	st->max_ms = lat[nwrites - 1];
+	st->victim_p99_ms = p99(vic->lat, vic->n);
+}
+
 static int run(const struct variant *var, uint64_t size, const char *buf, struct stats *st)
 {
-	long nwrites = (long)(size / WRITE_SIZE), i;
-	double *lat = calloc((size_t)nwrites, sizeof(double)), t0, t;
+	long nwrites = (long)(size / WRITE_SIZE);
+	double *lat = calloc((size_t)nwrites, sizeof(double));
 	struct sampler smp = { 0 };
 	struct victim *vic = calloc(1, sizeof(*vic));
 	struct psplice_wb *wb = NULL;
@@ -227,36 +255,12 @@ static int run(const struct variant *var, uint64_t size, const char *buf, struct
 		st->skipped = "cannot start the sampling and victim threads";
 		goto out;
 	}
-	t0 = now();
-	for (i = 0; i < nwrites; i++) {
-		t = now();
-		if (write_one(var, fd, buf, (off_t)i * (off_t)WRITE_SIZE, wb) < 0) {
-			st->skipped = errno == EOPNOTSUPP || errno == EINVAL ?
-				      "not supported by this kernel or filesystem" : strerror(errno);
-			break;
-		}
-		lat[i] = (now() - t) * 1e3;
-	}
-	if (!st->skipped) {
-		if (wb) {
-			rc = psplice_wb_finish(wb, PSPLICE_SYNC_DATA, NULL);
-			wb = NULL;
-		} else {
-			rc = fdatasync(fd);
-		}
-		st->durable_s = now() - t0;
-	}
+	rc = write_all(var, fd, buf, nwrites, lat, &wb, st);
 	atomic_store(&running, false);
 	pthread_join(ts, NULL);
 	pthread_join(tv, NULL);
-	if (rc == 0) {
-		st->peak_dirty = smp.peak;
-		st->own_peak = smp.own_peak;
-		st->mean_dirty = smp.n ? smp.sum / (double)smp.n : 0;
-		st->p99_ms = p99(lat, nwrites);
-		st->max_ms = lat[nwrites - 1];
-		st->victim_p99_ms = p99(vic->lat, vic->n);
-	}
+	if (rc == 0)
+		collect(st, &smp, lat, nwrites, vic);
 out:
 	if (wb)
 		psplice_wb_finish(wb, 0, NULL);
