@@ -107,6 +107,10 @@ void bench_sort(double *v, int n);
 /* The machine's Dirty + Writeback (/proc/meminfo), in bytes. */
 double bench_meminfo_dirty(void);
 
+/* The filesystem dir is on: "ext4", "xfs", "btrfs", "tmpfs", "overlayfs";
+ * NULL for another or when it cannot be told. */
+const char *bench_fs_name(const char *dir);
+
 /* Clocks. */
 double bench_now(void);          /* CLOCK_MONOTONIC, seconds */
 double bench_cpu_thread(void);   /* this thread's user+system CPU seconds */

@@ -15,19 +15,12 @@
 
 #include "bench_peers.h"
 
+/* The item's name for the scratch filesystem. */
 static const char *fs_name(const char *dir)
 {
-	struct statfs s;
+	const char *name = bench_fs_name(dir);
 
-	if (statfs(dir, &s) < 0)
-		return "scratch fs";
-	switch ((unsigned long)s.f_type) {
-	case EXT4_SUPER_MAGIC: return "ext4";
-	case XFS_SUPER_MAGIC: return "xfs";
-	case BTRFS_SUPER_MAGIC: return "btrfs";
-	case TMPFS_MAGIC: return "tmpfs";
-	default: return "scratch fs";
-	}
+	return name && strcmp(name, "overlayfs") ? name : "scratch fs";
 }
 
 static void cp_target(const struct item *it)

@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/statfs.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -240,22 +239,6 @@ static void cpu_model(char *buf, size_t size)
 	fclose(f);
 }
 
-static const char *fs_name(const char *dir)
-{
-	struct statfs s;
-
-	if (statfs(dir, &s) < 0)
-		return "?";
-	switch ((unsigned long)s.f_type) {
-	case 0xEF53: return "ext4";
-	case 0x58465342: return "xfs";
-	case 0x9123683E: return "btrfs";
-	case 0x01021994: return "tmpfs";
-	case 0x794c7630: return "overlayfs";
-	default: return "other";
-	}
-}
-
 void bench_describe_machine(char *buf, size_t size, const char *dir)
 {
 	struct utsname u;
@@ -266,7 +249,7 @@ void bench_describe_machine(char *buf, size_t size, const char *dir)
 	snprintf(buf, size, "Linux %s %s, %ld CPUs (%s), %.0f GiB RAM, scratch on %s",
 		 u.release, u.machine, sysconf(_SC_NPROCESSORS_ONLN), cpu,
 		 (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE) / BENCH_GiB,
-		 fs_name(dir));
+		 bench_fs_name(dir) ? bench_fs_name(dir) : "other");
 }
 
 static FILE *open_out(const char *dir, const char *name)

@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
@@ -13,6 +14,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -429,4 +431,20 @@ double bench_meminfo_dirty(void)
 
 	cli_read_keys("/proc/meminfo", keys, kb);
 	return (double)(kb[0] + kb[1]) * 1024;
+}
+
+const char *bench_fs_name(const char *dir)
+{
+	struct statfs s;
+
+	if (statfs(dir, &s) < 0)
+		return NULL;
+	switch ((unsigned long)s.f_type) {
+	case EXT4_SUPER_MAGIC: return "ext4";
+	case XFS_SUPER_MAGIC: return "xfs";
+	case BTRFS_SUPER_MAGIC: return "btrfs";
+	case TMPFS_MAGIC: return "tmpfs";
+	case OVERLAYFS_SUPER_MAGIC: return "overlayfs";
+	default: return NULL;
+	}
 }
