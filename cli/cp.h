@@ -86,7 +86,6 @@ struct cp_job {
 	unsigned int sync; /* 0, PSPLICE_SYNC_DATA or PSPLICE_SYNC_METADATA */
 };
 
-bool cp_same_inode(const struct stat *a, const struct stat *b);
 /* "a/b" -> "a", "b" -> ".", "/b" -> "/" */
 char *cp_parent_of(const char *path);
 /* Copy SOURCE, whatever it is, to the path dst (never into it). */

@@ -13,11 +13,6 @@
 
 #include "cp.h"
 
-bool cp_same_inode(const struct stat *a, const struct stat *b)
-{
-	return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
-}
-
 static int refuse_same(const struct cp_job *j)
 {
 	cli_error(0, "%s and %s are the same file", cli_quote(j->src), cli_quote(j->dst));
@@ -71,7 +66,7 @@ static int open_existing(struct cp_job *j, mode_t mode, bool top)
 		close(fd);
 		return -1;
 	}
-	if (fstat(fd, &st) == 0 && cp_same_inode(&st, &j->st)) {
+	if (fstat(fd, &st) == 0 && cli_same_inode(&st, &j->st)) {
 		close(fd);
 		return refuse_same(j);
 	}

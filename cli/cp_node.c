@@ -164,7 +164,7 @@ int cp_existing(const struct cp_job *o, const char *src, const struct cp_at *dst
 		else
 			dangling = errno == ENOENT;
 	}
-	if (cp_same_inode(d, st)) {
+	if (cli_same_inode(d, st)) {
 		/* -l: already that link, which is what was asked. */
 		if (o->link == CP_LINK_HARD)
 			return 0;
@@ -294,7 +294,7 @@ static bool in_cwd(const struct cp_at *dst)
 	struct stat a, b;
 	bool in = dir && ((dst->dir == AT_FDCWD && !strcmp(dir, ".")) ||
 			  (fstatat(dst->dir, dir, &a, 0) == 0 && stat(".", &b) == 0 &&
-			   cp_same_inode(&a, &b)));
+			   cli_same_inode(&a, &b)));
 
 	free(dir);
 	return in;
@@ -569,7 +569,7 @@ static bool up_is_parent(const struct cp_level *up, int src, int dst)
 	struct stat s, d;
 
 	return fstatat(src, "..", &s, 0) == 0 && fstatat(dst, "..", &d, 0) == 0 &&
-	       cp_same_inode(&s, &up->src_st) && cp_same_inode(&d, &up->dst_st);
+	       cli_same_inode(&s, &up->src_st) && cli_same_inode(&d, &up->dst_st);
 }
 
 /* Past CP_OPEN_LEVELS, the level above is closed while me is copied, if
@@ -623,7 +623,7 @@ static int cp_dir(struct cp_tree *t, struct cp_level *up, const struct cp_at *sr
 
 	/* The copy of the top directory is made inside it: copying it would
 	 * never end. */
-	if (t->top_known && cp_same_inode(st, &t->top)) {
+	if (t->top_known && cli_same_inode(st, &t->top)) {
 		cli_error(0, "cannot copy a directory, %s, into itself, %s",
 			  cli_quote(t->top_src), cli_quote(t->top_dst));
 		return -1;
