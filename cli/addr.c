@@ -10,6 +10,27 @@
 
 #include "common.h"
 
+/* getaddrinfo takes a number modulo 65536 (99999 is 34463); port 0
+ * means "any" to bind and nothing to connect to. A name ("http") is the
+ * services database's. */
+static int port_ok(const char *port, bool passive, const char **why)
+{
+	unsigned long p;
+
+	if (strspn(port, "0123456789") != strlen(port))
+		return 0;
+	p = strtoul(port, NULL, 10);
+	if (strlen(port) > 5 || p > 65535) {
+		*why = "port out of range (0 to 65535)";
+		return -1;
+	}
+	if (!p && !passive) {
+		*why = "port 0 is not a port to connect to";
+		return -1;
+	}
+	return 0;
+}
+
 /* The text of "[v6]:port" or "host:port" cut into host and port, with no
  * lookup; -1 with *why set when malformed. */
 int cli_split_addr(const char *s, char *host, size_t size, const char **port, bool passive,
@@ -41,22 +62,7 @@ int cli_split_addr(const char *s, char *host, size_t size, const char **port, bo
 	}
 	memcpy(host, s, hl);
 	host[hl] = '\0';
-	/* getaddrinfo takes a number modulo 65536 (99999 is 34463); port 0
-	 * means "any" to bind and nothing to connect to. A name ("http") is
-	 * the services database's. */
-	if (strspn(*port, "0123456789") == strlen(*port)) {
-		unsigned long p = strtoul(*port, NULL, 10);
-
-		if (strlen(*port) > 5 || p > 65535) {
-			*why = "port out of range (0 to 65535)";
-			return -1;
-		}
-		if (!p && !passive) {
-			*why = "port 0 is not a port to connect to";
-			return -1;
-		}
-	}
-	return 0;
+	return port_ok(*port, passive, why);
 }
 
 /* "unix:/path", "[v6]:port", "host:port" -> a socket address. */
