@@ -287,9 +287,11 @@ build-fuzz/fuzz_opts: tests/fuzz/fuzz_opts.c $(FUZZ_TOOL_SRC) cli/*.h bench/*.h 
 	$(Q)clang $(BASE) -Icli -Ibench -O1 -g -fsanitize=fuzzer $(FUZZ_CFLAGS) -o $@ $< $(FUZZ_TOOL_SRC) \
 		build-fuzz/libpsplice.a $(LDLIBS) -lm
 
-build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c cli/common.c cli/common.h build-fuzz/libpsplice.a
+# The parser harnesses link what the subcommands share, without them.
+FUZZ_COMMON_SRC := cli/common.c cli/parse.c cli/addr.c cli/progress.c
+build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_COMMON_SRC) cli/common.h build-fuzz/libpsplice.a
 	$(call say,CC,$@)
-	$(Q)clang $(BASE) -Icli -O1 -g -fsanitize=fuzzer $(FUZZ_CFLAGS) -o $@ $< cli/common.c \
+	$(Q)clang $(BASE) -Icli -O1 -g -fsanitize=fuzzer $(FUZZ_CFLAGS) -o $@ $< $(FUZZ_COMMON_SRC) \
 		build-fuzz/libpsplice.a $(LDLIBS) -lm
 
 fuzz-lib:

@@ -1,14 +1,12 @@
 /* psplice cp: one file to another, or into a directory, by reflink where
  * the filesystem shares extents, else copy_file_range, splice, read/write;
- * with -r, whole trees, each file by the same path. */
+ * with -r, whole trees, each file by the same path. Here, its options,
+ * read into struct cp_args as cp(1) takes them, and what is settled once
+ * they are known. */
 #include <errno.h>
-#include <fcntl.h>
-#include <limits.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cp.h"
@@ -77,14 +75,14 @@ static int64_t parse_write_behind(const struct cli_cmd *cmd, const char *arg)
  * would, past the dirty background threshold. Below it the copy's dirty
  * pages stay in memory, as a cp(1) copy's would, and pacing them would
  * only make the copy slower. */
-static void choose_write_behind(struct cp_job *o)
+static void choose_write_behind(struct cp_opts *o)
 {
 	struct cli_dirty d;
 
 	if (o->wb_why)
 		return;
 	if (o->sync) {
-		o->wb_min = (int64_t)CP_WB_CHUNK;
+		o->wb_min = (int64_t)CLI_CHUNK;
 		o->wb_why = "--sync threshold";
 		return;
 	}
@@ -171,255 +169,168 @@ static enum cp_sparse parse_sparse(const struct cli_cmd *cmd, const char *arg)
 			cli_quote(arg));
 }
 
-/* "dir" + "x/y/" -> "dir/y" */
-static char *path_in_dir(const char *dir, const char *src)
+
+/* While the options are read: what they decide together, at the end. */
+struct parse {
+	const struct cli_cmd *cmd;
+	struct cp_args *a;
+	const char *backup, *suffix;
+	bool backups;
+	bool both; /* -l and -s */
+};
+
+/* What is copied and what becomes of an existing DST. */
+static bool opt_what(struct parse *p, int c)
 {
-	size_t len = strlen(src), dlen = strlen(dir);
-	const char *base;
-	char *p;
+	struct cp_opts *o = &p->a->opts;
 
-	while (len > 1 && src[len - 1] == '/')
-		len--;
-	base = memrchr(src, '/', len);
-	base = base ? base + 1 : src;
-	len -= (size_t)(base - src);
-	p = malloc(dlen + len + 2);
-	if (!p)
-		return NULL;
-	memcpy(p, dir, dlen);
-	if (!dlen || dir[dlen - 1] != '/')
-		p[dlen++] = '/';
-	memcpy(p + dlen, base, len);
-	p[dlen + len] = '\0';
-	return p;
-}
-
-/* --parents: "dir" + "a/b/f" -> "dir/a/b/f", with dir/a and dir/a/b made
- * when missing, each with the mode of the directory it stands for (less
- * the umask, unless the mode is kept). */
-static char *parents_path(const struct cp_job *o, const char *dir, const char *src)
-{
-	char *dst, *slash;
-	size_t skip;
-	struct stat st;
-	int rc = 0;
-
-	while (*src == '/')
-		src++;
-	if (asprintf(&dst, "%s%s%s", dir, dir[strlen(dir) - 1] == '/' ? "" : "/", src) < 0) {
-		cli_error(ENOMEM, "cannot copy %s", cli_quote(src));
-		return NULL;
-	}
-	skip = strlen(dst) - strlen(src);
-	for (slash = strchr(dst + skip, '/'); slash && !rc; slash = strchr(slash + 1, '/')) {
-		*slash = '\0';
-		if (stat(dst + skip, &st) < 0) {
-			cli_error(errno, "cannot stat %s", cli_quote(dst + skip));
-			rc = -1;
-		} else if (mkdir(dst, (st.st_mode & 07777) & ~o->umask) == 0) {
-			const struct cp_at from = { AT_FDCWD, dst + skip, dst + skip },
-					   to = { AT_FDCWD, dst, dst };
-
-			if (o->keep)
-				rc = cp_preserve_at(o, &from, &to, &st);
-		} else if (errno != EEXIST || stat(dst, &st) < 0 || !S_ISDIR(st.st_mode)) {
-			cli_error(errno == EEXIST ? ENOTDIR : errno, "cannot make directory %s",
-				  cli_quote(dst));
-			rc = -1;
-		}
-		*slash = '/';
-	}
-	if (rc < 0) {
-		free(dst);
-		return NULL;
-	}
-	return dst;
-}
-
-/* DST/ names a directory: one that is not there, or a file, is "Not a
- * directory" (open(2) with O_CREAT says EISDIR for a trailing slash). */
-static bool slash_ok(const char *dst)
-{
-	size_t n = strlen(dst);
-	struct stat st;
-
-	if (!n || dst[n - 1] != '/' || stat(dst, &st) == 0)
-		return true;
-	if (errno == ENOENT)
-		cli_error(ENOTDIR, "cannot create regular file %s", cli_quote(dst));
-	else
-		cli_error(errno, "cannot stat %s", cli_quote(dst));
-	return false;
-}
-
-static bool is_dir(const char *path)
-{
-	struct stat st;
-
-	return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-/* The DIRECTORY that SOURCEs are copied into; what says how it was given:
- * "target" or "target directory" (-t), as cp(1)'s messages. */
-static bool target_ok(const char *dir, const char *what)
-{
-	struct stat st;
-
-	if (stat(dir, &st) < 0) {
-		cli_error(errno, "%s %s", what, cli_quote(dir));
-		return false;
-	}
-	if (!S_ISDIR(st.st_mode)) {
-		cli_error(ENOTDIR, "%s %s", what, cli_quote(dir));
-		return false;
+	switch (c) {
+	case 'v': o->verbose = true; break;
+	case 'n': o->clobber = CP_NO_CLOBBER; break;
+	case 'i': o->clobber = CP_INTERACTIVE; break;
+	case 'f': o->force = true; break;
+	case 'u': o->update = true; break;
+	case 'b': p->backups = true; break;
+	case OPT_BACKUP: p->backups = true; p->backup = optarg; break;
+	case 'S': p->backups = true; p->suffix = optarg; break;
+	case 'r': /* fall through */
+	case 'R': o->recursive = true; break;
+	case 'L': o->deref = CP_DEREF_ALWAYS; break;
+	case 'P': o->deref = CP_DEREF_NEVER; break;
+	case 'H': o->deref = CP_DEREF_ARGS; break;
+	case 'l': p->both |= o->link == CP_LINK_SYMBOLIC; o->link = CP_LINK_HARD; break;
+	case 's': p->both |= o->link == CP_LINK_HARD; o->link = CP_LINK_SYMBOLIC; break;
+	case 't': p->a->target_dir = optarg; break;
+	case 'T': p->a->no_target = true; break;
+	case OPT_PARENTS: o->parents = true; break;
+	default: return false;
 	}
 	return true;
 }
 
-/* Each SOURCE into dir: under its name, or its whole path with --parents. */
-static int cp_into(const struct cp_job *o, char **srcs, int n, const char *dir)
+/* SOURCE's attributes the copy keeps. */
+static bool opt_keep(struct parse *p, int c)
 {
-	char *dst;
-	int i, rc = 0;
+	struct cp_opts *o = &p->a->opts;
 
-	for (i = 0; i < n; i++) {
-		dst = o->parents ? parents_path(o, dir, srcs[i]) : path_in_dir(dir, srcs[i]);
-		if (!dst) {
-			if (!o->parents)
-				cli_error(ENOMEM, "cannot copy %s", cli_quote(srcs[i]));
-			rc = -1;
-			continue;
-		}
-		if (cp_top(o, srcs[i], dst) < 0)
-			rc = -1;
-		free(dst);
+	switch (c) {
+	case 'p': o->keep |= CP_KEEP_MODE | CP_KEEP_OWNER | CP_KEEP_TIMES; break;
+	case 'd': o->deref = CP_DEREF_NEVER; o->keep |= CP_KEEP_LINKS; break;
+	case 'a':
+		o->recursive = true;
+		o->deref = CP_DEREF_NEVER;
+		o->keep = CP_KEEP_ALL;
+		break;
+	case OPT_PRESERVE:
+		if (!optarg)
+			o->keep |= CP_KEEP_MODE | CP_KEEP_OWNER | CP_KEEP_TIMES;
+		else
+			o->keep |= parse_keep(p->cmd, optarg, "--preserve");
+		/* Named, not part of all: failing is an error. */
+		if (optarg && strstr(optarg, "xattr"))
+			o->xattr_loud = true;
+		break;
+	case OPT_NO_PRESERVE:
+		o->keep &= ~parse_keep(p->cmd, optarg, "--no-preserve");
+		break;
+	default: return false;
 	}
-	return rc;
+	return true;
 }
 
-/* SOURCE DEST, SOURCE... DIRECTORY, -t DIRECTORY SOURCE..., -T SOURCE DEST */
-static int cp_operands(const struct cli_cmd *cmd, const struct cp_job *o, char **ops,
-		       int n, const char *target_dir, bool no_target)
+/* How the data goes: reflinks, holes, write-behind, durability, progress. */
+static bool opt_data(struct parse *p, int c)
 {
-	if (target_dir && no_target)
-		cli_usage_error(cmd, "cannot combine --target-directory (-t) and "
-				"--no-target-directory (-T)");
-	if (n == 0)
-		cli_usage_error(cmd, "missing file operand");
-	if (target_dir) {
-		if (!target_ok(target_dir, "target directory"))
-			return -1;
-		return cp_into(o, ops, n, target_dir);
+	struct cp_opts *o = &p->a->opts;
+
+	switch (c) {
+	case OPT_SPARSE: o->sparse = parse_sparse(p->cmd, optarg); break;
+	case OPT_SYNC: o->sync = parse_sync(p->cmd, optarg); break;
+	case OPT_WRITE_BEHIND:
+		o->wb_min = parse_write_behind(p->cmd, optarg);
+		o->wb_why = "--write-behind threshold";
+		break;
+	case OPT_NO_WRITE_BEHIND:
+		o->wb_min = -1;
+		o->wb_why = "--no-write-behind";
+		break;
+	case OPT_PROGRESS: o->progress = 2; break;
+	case OPT_REFLINK: o->reflink = parse_reflink(p->cmd, optarg); break;
+	default: return false;
 	}
-	if (n == 1)
-		cli_usage_error(cmd, "missing destination file operand after %s",
-				cli_quote(ops[0]));
-	if (no_target && n > 2)
-		cli_usage_error(cmd, "extra operand %s", cli_quote(ops[2]));
-	if (o->parents && !is_dir(ops[n - 1]))
-		cli_usage_error(cmd, "with --parents, the destination must be a directory");
-	if (no_target || (n == 2 && !is_dir(ops[1]))) {
-		if (!o->recursive && !slash_ok(ops[1]))
-			return -1;
-		return cp_top(o, ops[0], ops[1]);
+	return true;
+}
+
+/* What the options decide together, and what they leave to cp(1)'s
+ * defaults. */
+static void opts_end(struct parse *p)
+{
+	struct cp_opts *o = &p->a->opts;
+
+	if (p->both)
+		cli_usage_error(p->cmd, "cannot make both hard and symbolic links");
+	if (p->backups) {
+		o->backup = parse_backup(p->cmd, p->backup ? p->backup : getenv("VERSION_CONTROL"),
+					 p->backup ? "'backup type'" : "'$VERSION_CONTROL'");
+		o->suffix = p->suffix && *p->suffix && !strchr(p->suffix, '/') ? p->suffix : "~";
 	}
-	if (!target_ok(ops[n - 1], "target"))
+	if (o->backup != CP_BACKUP_NONE && o->clobber == CP_NO_CLOBBER)
+		cli_usage_error(p->cmd, "options --backup and --no-clobber are mutually exclusive");
+	if (o->reflink == CP_REFLINK_ALWAYS && o->sparse != CP_SPARSE_AUTO)
+		cli_usage_error(p->cmd, "--reflink can be used only with --sparse=auto");
+	/* cp(1)'s choice: -r copies links as links, unless -l links what
+	 * they point to. */
+	if (o->deref == CP_DEREF_UNSET)
+		o->deref = o->recursive && o->link != CP_LINK_HARD ? CP_DEREF_NEVER :
+								     CP_DEREF_ALWAYS;
+}
+
+/* The options and operands of argv into a; a usage error exits. */
+static void cp_parse(const struct cli_cmd *cmd, int argc, char **argv, struct cp_args *a)
+{
+	struct parse p = { .cmd = cmd, .a = a, .suffix = getenv("SIMPLE_BACKUP_SUFFIX") };
+	int c;
+
+	*a = (struct cp_args){ 0 };
+	while ((c = getopt_long(argc, argv, "abdfHilLnpPrRsS:t:Tuv", longopts, NULL)) != -1)
+		if (!opt_what(&p, c) && !opt_keep(&p, c) && !opt_data(&p, c))
+			cli_common_option(cmd, c);
+	opts_end(&p);
+	a->ops = argv + optind;
+	a->n_ops = argc - optind;
+}
+
+/* What is settled once the options are known: write-behind's threshold,
+ * the umask, the progress line, the hard links table. -1 with the error
+ * said. */
+static int cp_settle(struct cp_opts *o)
+{
+	choose_write_behind(o);
+	if ((o->keep & CP_KEEP_LINKS) && !(o->links = cp_links_new())) {
+		cli_error(ENOMEM, "cannot copy");
 		return -1;
-	return cp_into(o, ops, n - 1, ops[n - 1]);
+	}
+	o->umask = umask(0);
+	umask(o->umask);
+	/* On a terminal, a copy long enough to wait for shows how it goes. */
+	if (!o->progress && isatty(STDERR_FILENO))
+		o->progress = 1;
+	return 0;
 }
 
 static int cp_main(const struct cli_cmd *cmd, int argc, char **argv)
 {
-	struct cp_job opts = { 0 };
-	const char *target_dir = NULL, *backup = NULL, *suffix = getenv("SIMPLE_BACKUP_SUFFIX");
-	bool no_target = false, backups = false, both = false;
-	int c;
+	struct cp_args a;
+	int rc;
 
-	while ((c = getopt_long(argc, argv, "abdfHilLnpPrRsS:t:Tuv", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'v': opts.verbose = true; break;
-		case 'n': opts.clobber = CP_NO_CLOBBER; break;
-		case 'i': opts.clobber = CP_INTERACTIVE; break;
-		case 'f': opts.force = true; break;
-		case 'u': opts.update = true; break;
-		case 'b': backups = true; break;
-		case OPT_BACKUP: backups = true; backup = optarg; break;
-		case 'S': backups = true; suffix = optarg; break;
-		case 'p': opts.keep |= CP_KEEP_MODE | CP_KEEP_OWNER | CP_KEEP_TIMES; break;
-		case 'd': opts.deref = CP_DEREF_NEVER; opts.keep |= CP_KEEP_LINKS; break;
-		case 'a':
-			opts.recursive = true;
-			opts.deref = CP_DEREF_NEVER;
-			opts.keep = CP_KEEP_ALL;
-			break;
-		case OPT_PRESERVE:
-			if (!optarg)
-				opts.keep |= CP_KEEP_MODE | CP_KEEP_OWNER | CP_KEEP_TIMES;
-			else
-				opts.keep |= parse_keep(cmd, optarg, "--preserve");
-			/* Named, not part of all: failing is an error. */
-			if (optarg && strstr(optarg, "xattr"))
-				opts.xattr_loud = true;
-			break;
-		case OPT_NO_PRESERVE:
-			opts.keep &= ~parse_keep(cmd, optarg, "--no-preserve");
-			break;
-		case 'r': /* fall through */
-		case 'R': opts.recursive = true; break;
-		case 'L': opts.deref = CP_DEREF_ALWAYS; break;
-		case 'P': opts.deref = CP_DEREF_NEVER; break;
-		case 'H': opts.deref = CP_DEREF_ARGS; break;
-		case 'l': both |= opts.link == CP_LINK_SYMBOLIC; opts.link = CP_LINK_HARD; break;
-		case 's': both |= opts.link == CP_LINK_HARD; opts.link = CP_LINK_SYMBOLIC; break;
-		case 't': target_dir = optarg; break;
-		case 'T': no_target = true; break;
-		case OPT_PARENTS: opts.parents = true; break;
-		case OPT_SPARSE: opts.sparse = parse_sparse(cmd, optarg); break;
-		case OPT_SYNC: opts.sync = parse_sync(cmd, optarg); break;
-		case OPT_WRITE_BEHIND:
-			opts.wb_min = parse_write_behind(cmd, optarg);
-			opts.wb_why = "--write-behind threshold";
-			break;
-		case OPT_NO_WRITE_BEHIND:
-			opts.wb_min = -1;
-			opts.wb_why = "--no-write-behind";
-			break;
-		case OPT_PROGRESS: opts.progress = 2; break;
-		case OPT_REFLINK: opts.reflink = parse_reflink(cmd, optarg); break;
-		default: cli_common_option(cmd, c);
-		}
-	}
-	if (both)
-		cli_usage_error(cmd, "cannot make both hard and symbolic links");
-	if (backups) {
-		opts.backup = parse_backup(cmd, backup ? backup : getenv("VERSION_CONTROL"),
-					   backup ? "'backup type'" : "'$VERSION_CONTROL'");
-		opts.suffix = suffix && *suffix && !strchr(suffix, '/') ? suffix : "~";
-	}
-	if (opts.backup != CP_BACKUP_NONE && opts.clobber == CP_NO_CLOBBER)
-		cli_usage_error(cmd, "options --backup and --no-clobber are mutually exclusive");
-	if (opts.reflink == CP_REFLINK_ALWAYS && opts.sparse != CP_SPARSE_AUTO)
-		cli_usage_error(cmd, "--reflink can be used only with --sparse=auto");
-	/* cp(1)'s choice: -r copies links as links, unless -l links what
-	 * they point to. */
-	if (opts.deref == CP_DEREF_UNSET)
-		opts.deref = opts.recursive && opts.link != CP_LINK_HARD ? CP_DEREF_NEVER :
-									   CP_DEREF_ALWAYS;
+	cp_parse(cmd, argc, argv, &a);
 	if (cli_parse_only)
 		return 0;
-	choose_write_behind(&opts);
-	if ((opts.keep & CP_KEEP_LINKS) && !(opts.links = cp_links_new())) {
-		cli_error(ENOMEM, "cannot copy");
+	if (cp_settle(&a.opts) < 0)
 		return 1;
-	}
-	opts.umask = umask(0);
-	umask(opts.umask);
-	/* On a terminal, a copy long enough to wait for shows how it goes. */
-	if (!opts.progress && isatty(STDERR_FILENO))
-		opts.progress = 1;
-	c = cp_operands(cmd, &opts, argv + optind, argc - optind, target_dir, no_target);
-	cp_links_free(opts.links);
-	return c < 0 ? 1 : 0;
+	rc = cp_operands(cmd, &a);
+	cp_links_free(a.opts.links);
+	return rc < 0 ? 1 : 0;
 }
 
 const struct cli_cmd cli_cmd_cp = {

@@ -1,5 +1,7 @@
 /* What the psplice subcommands share: the command table entry, option
- * handling, cp/cat-style messages, the -v report and the copy loop. */
+ * handling, cp/cat-style messages, the -v report and the copy loop
+ * (common.c); sizes and ranges (parse.c), socket addresses (addr.c), the
+ * progress line (progress.c). */
 #ifndef CLI_COMMON_H
 #define CLI_COMMON_H
 
@@ -7,10 +9,21 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 #include "psplice.h"
 
 #define CLI_NAME "psplice"
+
+/* Copied at a time where a copy goes in chunks (write-behind, a progress
+ * line, extents): write-behind's default chunk, psplice_wb_new's chunk 0,
+ * so that each call completes one chunk and writeback starts on it. */
+#define CLI_CHUNK ((uint64_t)8 << 20)
+
+/* CLOCK_MONOTONIC in nanoseconds. */
+int64_t cli_now_ns(void);
+/* The same file: device and inode. */
+bool cli_same_inode(const struct stat *a, const struct stat *b);
 
 /* Long options every subcommand takes, after its own. */
 enum { CLI_OPT_HELP = 0x100, CLI_OPT_VERSION };
@@ -71,6 +84,11 @@ struct cli_copy {
 	int side;        /* enum psplice_side of that error */
 };
 
+/* Add bytes a call moved to c's total, and its method if it moved any. */
+void cli_copy_add(struct cli_copy *c, uint64_t bytes, int method);
+/* Keep why c stopped: error (an errno) on side (enum psplice_side); -1. */
+int cli_copy_fail(struct cli_copy *c, int error, int side);
+
 /* Copy to end of input with psplice_pair_copy() on a pair prepared once. An
  * fd that was handed over in non-blocking mode is waited for with poll()
  * rather than failed; bytes taken and not yet delivered wait in the pair
@@ -124,6 +142,8 @@ int cli_connect(const struct cli_cmd *cmd, const char *arg);
 void cli_progress_begin(const char *what, uint64_t total);
 void cli_progress_add(uint64_t n);
 void cli_progress_end(void);
+/* Between cli_progress_begin and cli_progress_end. */
+bool cli_progress_on(void);
 
 /* 1234567 -> "1.2 MiB" */
 const char *cli_human(double n, char *buf, size_t size);

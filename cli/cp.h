@@ -1,6 +1,9 @@
-/* psplice cp: what its files share. cmd_cp.c reads the options and the
- * operands; cp_file.c copies one regular file's data; cp_node.c copies
- * trees, links and special files; cp_attr.c keeps a SOURCE's attributes. */
+/* psplice cp: what its files share. cmd_cp.c reads the options,
+ * cp_operands.c says where each SOURCE goes; cp_tree.c walks trees, cp_dest.c says
+ * what becomes of an existing DST, cp_node.c makes what is not a
+ * directory; cp_file.c opens a regular file's copy and cp_data.c copies
+ * its data (cp_sparse.c, with --sparse=always); cp_attr.c keeps SOURCE's
+ * attributes, cp_links.c its hard links. */
 #ifndef CLI_CP_H
 #define CLI_CP_H
 
@@ -12,9 +15,6 @@
 
 /* On a terminal, a copy of this size or more shows its progress. */
 #define CP_PROGRESS_MIN ((off_t)64 << 20)
-/* Copied and handed to write-behind at a time: its default chunk, so that
- * each call completes one chunk and writeback starts as soon as it can. */
-#define CP_WB_CHUNK ((uint64_t)8 << 20)
 
 /* --reflink=WHEN, as cp(1) */
 enum cp_reflink { CP_REFLINK_AUTO, CP_REFLINK_ALWAYS, CP_REFLINK_NEVER };
@@ -51,14 +51,9 @@ struct cp_at {
 /* --preserve=links: which copy each multiply-linked SOURCE inode got. */
 struct cp_links;
 
-struct cp_job {
-	const char *src;
-	char *dst;        /* the file written, for messages */
-	int dst_dir;      /* and as the system calls reach it */
-	const char *dst_name;
+/* The options, as cmd_cp.c reads them from the command line. */
+struct cp_opts {
 	struct cp_links *links; /* --preserve=links */
-	struct stat st;   /* of the source */
-	bool created;     /* DST did not exist: remove it if the copy fails */
 	bool verbose;
 	enum cp_clobber clobber;
 	bool force;       /* -f: a DST that cannot be opened is replaced */
@@ -86,26 +81,71 @@ struct cp_job {
 	unsigned int sync; /* 0, PSPLICE_SYNC_DATA or PSPLICE_SYNC_METADATA */
 };
 
-bool cp_same_inode(const struct stat *a, const struct stat *b);
+/* The command line: the options, and where the SOURCEs go. */
+struct cp_args {
+	struct cp_opts opts;
+	char **ops;             /* the operands */
+	int n_ops;
+	const char *target_dir; /* -t */
+	bool no_target;         /* -T */
+};
+
+/* One regular file's copy. */
+struct cp_job {
+	const struct cp_opts *o;
+	const char *src;
+	char *dst;        /* the file written, for messages */
+	int dst_dir;      /* and as the system calls reach it */
+	const char *dst_name;
+	struct stat st;   /* of the source */
+	bool created;     /* DST did not exist: remove it if the copy fails */
+};
+
+/* Each SOURCE of the command line copied where the operands say. A
+ * missing or extra operand is a usage error of cmd. 0, or -1. */
+int cp_operands(const struct cli_cmd *cmd, const struct cp_args *a);
+
 /* "a/b" -> "a", "b" -> ".", "/b" -> "/" */
 char *cp_parent_of(const char *path);
 /* Copy SOURCE, whatever it is, to the path dst (never into it). */
-int cp_top(const struct cp_job *opts, const char *src, const char *dst);
+int cp_top(const struct cp_opts *o, const char *src, const char *dst);
+/* Anything but a directory. st: of SOURCE, followed when follow; top:
+ * named on the command line. 1: made, 0: left alone, -1: error. */
+int cp_nondir(const struct cp_opts *o, const struct cp_at *src, const struct cp_at *dst,
+	      const struct stat *st, bool follow, bool top);
 /* Copy the regular (or, outside a tree, special) file src to dst. top: dst
  * was named on the command line, not found in a tree. 1: copied, 0: left
  * alone (-n, -u, -i), -1: error. */
-int cp_file(const struct cp_at *src, const struct cp_at *dst, const struct cp_job *opts,
+int cp_file(const struct cp_at *src, const struct cp_at *dst, const struct cp_opts *o,
 	    bool top);
+/* The data of j's SOURCE in to DST out, by the way that suits them; then
+ * -v, --preserve and --sync. 0, or -1 with the error said. */
+int cp_copy_data(struct cp_job *j, int in, int out);
+/* Writeback of what was just copied, n bytes at off, started through wb
+ * (NULL: none); its failure is a write error of c. 0 or -1. */
+int cp_wb_wrote(struct psplice_wb *wb, int64_t off, uint64_t n, struct cli_copy *c);
+
 /* What becomes of an existing dst before a non-directory is copied over
  * it: the same file refused, -n, -u, -i, --backup. through: the copy
  * writes through a symbolic link dst (a regular file's data does). 1: go
  * on, *exists saying whether dst is still there; 0: skip; -1: error. */
-int cp_existing(const struct cp_job *o, const char *src, const struct cp_at *dst,
+int cp_existing(const struct cp_opts *o, const char *src, const struct cp_at *dst,
 		const struct stat *st, bool through, bool *exists);
-/* --preserve on an open regular DST, and by name on anything else. */
-int cp_preserve_fd(const struct cp_job *j, int in, int out);
-int cp_preserve_at(const struct cp_job *o, const struct cp_at *src,
-		   const struct cp_at *dst, const struct stat *st);
+/* A node that is not a file's data takes the place of an existing DST, as
+ * cp(1) replaces it; -l and -s only with -f, as cp(1). what: the kind
+ * made, for messages. 1: go on. */
+int cp_make_room(const struct cp_opts *o, const struct cp_at *src, const struct cp_at *dst,
+		 const struct stat *st, const char *what);
+/* "'a' and 'b' are the same file"; -1. */
+int cp_refuse_same(const char *src, const char *dst);
+
+/* --preserve: SOURCE's attributes (st) on DST. fd: NULL to reach both by
+ * name (a directory, a symbolic link, a special file, what cp_file does
+ * not open), else the open files { in, out } of a regular file's copy:
+ * then only a regular DST is changed, as a device or a FIFO cp writes
+ * into is not cp's to change. */
+int cp_preserve(const struct cp_opts *o, const struct cp_at *src, const struct cp_at *dst,
+		const struct stat *st, const int *fd);
 
 /* --sparse=always: SOURCE's data read, each block of DST's size that is
  * all zeros left a hole; wb (may be NULL) paces the writes. */

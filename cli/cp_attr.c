@@ -133,7 +133,7 @@ static bool xattr_skipped(const char *name)
 /* --preserve=xattr: each attribute SOURCE has. A filesystem without them
  * is an error only when they were asked for by name, as with cp(1); -a and
  * --preserve=all copy what they can, silently. */
-static int copy_xattrs(const struct cp_job *o, const struct xa_end *from,
+static int copy_xattrs(const struct cp_opts *o, const struct xa_end *from,
 		       const struct xa_end *to, const char *dst)
 {
 	char *names, *name;
@@ -193,79 +193,74 @@ static int copy_acls(const struct xa_end *from, const struct xa_end *to, const c
 	return 0;
 }
 
+static int end_chown(const struct xa_end *e, uid_t uid, gid_t gid)
+{
+	if (e->fd >= 0)
+		return fchown(e->fd, uid, gid);
+	return fchownat(e->dir, e->name, uid, gid, AT_SYMLINK_NOFOLLOW);
+}
+
+static int end_chmod(const struct xa_end *e, mode_t mode)
+{
+	return e->fd >= 0 ? fchmod(e->fd, mode) : fchmodat(e->dir, e->name, mode, 0);
+}
+
+static int end_utimens(const struct xa_end *e, const struct timespec times[2])
+{
+	if (e->fd >= 0)
+		return futimens(e->fd, times);
+	return utimensat(e->dir, e->name, times, AT_SYMLINK_NOFOLLOW);
+}
+
 /* Only root may give a file away; anyone else keeps their own files, and
  * gets SOURCE's group only if they are in it, as with cp -p. */
 static int keep_owner(const struct xa_end *to, const char *dst, const struct stat *st)
 {
-	int rc;
-
 	if (geteuid() != 0) {
-		if (to->fd >= 0)
-			rc = fchown(to->fd, (uid_t)-1, st->st_gid);
-		else
-			rc = fchownat(to->dir, to->name, (uid_t)-1, st->st_gid,
-				      AT_SYMLINK_NOFOLLOW);
-		(void)rc; /* not in SOURCE's group: the copy keeps ours */
+		/* Not in SOURCE's group: the copy keeps ours. */
+		(void)end_chown(to, (uid_t)-1, st->st_gid);
 		return 0;
 	}
-	rc = to->fd >= 0 ? fchown(to->fd, st->st_uid, st->st_gid) :
-			   fchownat(to->dir, to->name, st->st_uid, st->st_gid,
-				    AT_SYMLINK_NOFOLLOW);
-	if (rc < 0) {
+	if (end_chown(to, st->st_uid, st->st_gid) < 0) {
 		cli_error(errno, "failed to preserve ownership for %s", cli_quote(dst));
 		return -1;
 	}
 	return 0;
 }
 
+/* The mode and its ACLs; a symbolic link has none of its own. */
+static int keep_mode(const struct xa_end *from, const struct xa_end *to, const char *dst,
+		     const struct stat *st)
+{
+	if (S_ISLNK(st->st_mode))
+		return 0;
+	if (end_chmod(to, st->st_mode & 07777) < 0) {
+		cli_error(errno, "preserving permissions for %s", cli_quote(dst));
+		return -1;
+	}
+	return copy_acls(from, to, dst, S_ISDIR(st->st_mode));
+}
+
 /* In this order: the owner first, as chown clears the set-user-ID and
  * set-group-ID bits and a file capability (security.capability); the
  * attributes, then the mode and its ACLs; times last, since the others
- * change ctime and writing changes mtime. A symbolic link has no mode of
- * its own. */
-static int keep(const struct cp_job *o, const struct xa_end *from, const struct xa_end *to,
+ * change ctime and writing changes mtime. */
+static int keep(const struct cp_opts *o, const struct xa_end *from, const struct xa_end *to,
 		const char *dst, const struct stat *st)
 {
 	const struct timespec times[2] = { st->st_atim, st->st_mtim };
-	bool link = S_ISLNK(st->st_mode);
-	int rc;
 
 	if ((o->keep & CP_KEEP_OWNER) && keep_owner(to, dst, st) < 0)
 		return -1;
 	if ((o->keep & CP_KEEP_XATTR) && copy_xattrs(o, from, to, dst) < 0)
 		return -1;
-	if ((o->keep & CP_KEEP_MODE) && !link) {
-		rc = to->fd >= 0 ? fchmod(to->fd, st->st_mode & 07777) :
-				   fchmodat(to->dir, to->name, st->st_mode & 07777, 0);
-		if (rc < 0 || copy_acls(from, to, dst, S_ISDIR(st->st_mode)) < 0) {
-			if (rc < 0)
-				cli_error(errno, "preserving permissions for %s", cli_quote(dst));
-			return -1;
-		}
-	}
-	if (!(o->keep & CP_KEEP_TIMES))
-		return 0;
-	rc = to->fd >= 0 ? futimens(to->fd, times) :
-			   utimensat(to->dir, to->name, times, AT_SYMLINK_NOFOLLOW);
-	if (rc < 0) {
+	if ((o->keep & CP_KEEP_MODE) && keep_mode(from, to, dst, st) < 0)
+		return -1;
+	if ((o->keep & CP_KEEP_TIMES) && end_utimens(to, times) < 0) {
 		cli_error(errno, "preserving times for %s", cli_quote(dst));
 		return -1;
 	}
 	return 0;
-}
-
-/* Once the data is in, and before any sync, so that the sync covers what
- * was set. Only a regular DST: a device or a FIFO cp writes into is not
- * cp's to change. */
-int cp_preserve_fd(const struct cp_job *j, int in, int out)
-{
-	const struct xa_end from = { .fd = in, .path = j->src, .shown = j->src };
-	const struct xa_end to = { .fd = out, .path = j->dst, .shown = j->dst };
-	struct stat st;
-
-	if (fstat(out, &st) < 0 || !S_ISREG(st.st_mode))
-		return 0;
-	return keep(j, &from, &to, j->dst, &j->st);
 }
 
 /* The path by which the attribute calls reach at (buf: room for one). */
@@ -277,19 +272,29 @@ static const char *xa_path(const struct cp_at *at, char *buf, size_t size)
 	return buf;
 }
 
-/* For what cp_file does not open: a directory, a symbolic link or a
- * special file, by its name in its directory. */
-int cp_preserve_at(const struct cp_job *o, const struct cp_at *src, const struct cp_at *dst,
-		   const struct stat *st)
+/* One side of the copy: the open fd, or (fd -1) at by name. */
+static struct xa_end end_of(const struct cp_at *at, int fd, bool nofollow, char *buf,
+			    size_t size)
+{
+	if (fd >= 0)
+		return (struct xa_end){ .fd = fd, .path = at->path, .shown = at->path };
+	return (struct xa_end){ .fd = -1, .dir = at->dir, .name = at->name,
+				.path = xa_path(at, buf, size), .shown = at->path,
+				.nofollow = nofollow };
+}
+
+/* Once a file's data is in, and before any sync, so that the sync covers
+ * what was set. */
+int cp_preserve(const struct cp_opts *o, const struct cp_at *src, const struct cp_at *dst,
+		const struct stat *st, const int *fd)
 {
 	char sbuf[64 + NAME_MAX], dbuf[64 + NAME_MAX];
-	bool link = S_ISLNK(st->st_mode);
-	const struct xa_end from = { .fd = -1, .dir = src->dir, .name = src->name,
-				     .path = xa_path(src, sbuf, sizeof(sbuf)),
-				     .shown = src->path, .nofollow = link };
-	const struct xa_end to = { .fd = -1, .dir = dst->dir, .name = dst->name,
-				   .path = xa_path(dst, dbuf, sizeof(dbuf)),
-				   .shown = dst->path, .nofollow = true };
+	struct xa_end from, to;
+	struct stat ds;
 
+	if (fd && (fstat(fd[1], &ds) < 0 || !S_ISREG(ds.st_mode)))
+		return 0;
+	from = end_of(src, fd ? fd[0] : -1, S_ISLNK(st->st_mode), sbuf, sizeof(sbuf));
+	to = end_of(dst, fd ? fd[1] : -1, true, dbuf, sizeof(dbuf));
 	return keep(o, &from, &to, dst->path, st);
 }

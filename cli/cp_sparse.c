@@ -32,9 +32,7 @@ static bool all_zero(const char *p, size_t n)
 
 static int failed(struct zeros *z, int side)
 {
-	z->c->error = errno;
-	z->c->side = side;
-	return -1;
+	return cli_copy_fail(z->c, errno, side);
 }
 
 /* n bytes of buf to DST at off, all of them. */
@@ -54,11 +52,8 @@ static int put(struct zeros *z, const char *p, size_t n, off_t off)
 		}
 		done += (size_t)w;
 	}
-	z->c->bytes += n;
-	z->c->method = PSPLICE_METHOD_READWRITE;
-	if (z->wb && psplice_wb_wrote(z->wb, off, n) < 0)
-		return failed(z, PSPLICE_SIDE_OUT);
-	return 0;
+	cli_copy_add(z->c, n, PSPLICE_METHOD_READWRITE);
+	return cp_wb_wrote(z->wb, off, n, z->c);
 }
 
 /* What was read at off: its runs of blocks that are not all zeros. */

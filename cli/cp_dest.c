@@ -1,0 +1,183 @@
+/* psplice cp: what becomes of an existing DST: the same file refused,
+ * -n, -u, -i, --backup; a node that is not a file's data takes its place. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cp.h"
+
+int cp_refuse_same(const char *src, const char *dst)
+{
+	cli_error(0, "%s and %s are the same file", cli_quote(src), cli_quote(dst));
+	return -1;
+}
+
+/* ls's letters for the permission bits: "rwsr-x--T" */
+static void mode_letters(mode_t m, char s[10])
+{
+	static const char rwx[] = "rwxrwxrwx";
+	int i;
+
+	for (i = 0; i < 9; i++)
+		s[i] = m & (0400u >> i) ? rwx[i] : '-';
+	if (m & S_ISUID)
+		s[2] = s[2] == 'x' ? 's' : 'S';
+	if (m & S_ISGID)
+		s[5] = s[5] == 'x' ? 's' : 'S';
+	if (m & S_ISVTX)
+		s[8] = s[8] == 'x' ? 't' : 'T';
+	s[9] = '\0';
+}
+
+/* -i, on stderr as cp(1) asks: "overwrite 'x'? "; for a DST we may not
+ * write (root may write any), "unwritable 'x' (mode 0444, r--r--r--); try
+ * anyway? ", or with -f, which would replace it, "replace 'x', overriding
+ * mode 0444 (r--r--r--)? ". Yes: a line from stdin that starts with y or Y. */
+static bool ask(const struct cp_opts *o, const struct cp_at *dst, const struct stat *d)
+{
+	char *line = NULL, perms[10];
+	size_t size = 0;
+	bool yes;
+
+	if (S_ISLNK(d->st_mode) || geteuid() == 0 ||
+	    faccessat(dst->dir, dst->name, W_OK, AT_EACCESS) == 0) {
+		fprintf(stderr, CLI_NAME ": overwrite %s? ", cli_quote(dst->path));
+	} else {
+		mode_letters(d->st_mode, perms);
+		fprintf(stderr, o->force ? CLI_NAME ": replace %s, overriding mode %04o (%s)? " :
+			CLI_NAME ": unwritable %s (mode %04o, %s); try anyway? ",
+			cli_quote(dst->path), (unsigned int)(d->st_mode & 07777), perms);
+	}
+	fflush(stderr);
+	yes = getline(&line, &size, stdin) > 0 && (line[0] == 'y' || line[0] == 'Y');
+	free(line);
+	return yes;
+}
+
+/* The highest N of an existing "DST.~N~" (0: none). */
+static unsigned long last_numbered(const struct cp_at *dst)
+{
+	char *dir = cp_parent_of(dst->name), *end;
+	const char *base = strrchr(dst->name, '/') ? strrchr(dst->name, '/') + 1 : dst->name;
+	size_t len = strlen(base);
+	unsigned long n, max = 0;
+	struct dirent *e;
+	int fd = dir ? openat(dst->dir, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+
+	if (fd >= 0 && !d)
+		close(fd);
+	while (d && (e = readdir(d))) {
+		if (strncmp(e->d_name, base, len) || strncmp(e->d_name + len, ".~", 2) ||
+		    e->d_name[len + 2] < '1' || e->d_name[len + 2] > '9')
+			continue;
+		n = strtoul(e->d_name + len + 2, &end, 10);
+		if (!strcmp(end, "~") && n > max)
+			max = n;
+	}
+	if (d)
+		closedir(d);
+	free(dir);
+	return max;
+}
+
+/* --backup: DST moved out of the way, to DST~ or DST.~N~. */
+static int backup(const struct cp_opts *o, const struct cp_at *dst)
+{
+	unsigned long n = o->backup == CP_BACKUP_SIMPLE ? 0 : last_numbered(dst);
+	char *name;
+	int rc;
+
+	if (o->backup == CP_BACKUP_NUMBERED || n)
+		rc = asprintf(&name, "%s.~%lu~", dst->name, n + 1);
+	else
+		rc = asprintf(&name, "%s%s", dst->name, o->suffix);
+	if (rc < 0) {
+		cli_error(ENOMEM, "cannot backup %s", cli_quote(dst->path));
+		return -1;
+	}
+	rc = renameat(dst->dir, dst->name, dst->dir, name);
+	if (rc < 0)
+		cli_error(errno, "cannot backup %s", cli_quote(dst->path));
+	free(name);
+	return rc;
+}
+
+static int timespec_cmp(const struct timespec *a, const struct timespec *b)
+{
+	if (a->tv_sec != b->tv_sec)
+		return a->tv_sec < b->tv_sec ? -1 : 1;
+	return a->tv_nsec < b->tv_nsec ? -1 : a->tv_nsec > b->tv_nsec;
+}
+
+int cp_existing(const struct cp_opts *o, const char *src, const struct cp_at *dst,
+		const struct stat *st, bool through, bool *exists)
+{
+	struct stat ds, fs;
+	const struct stat *d = &ds;
+	bool dangling = false;
+
+	*exists = false;
+	/* Not there (or not reachable: making it will say why). */
+	if (fstatat(dst->dir, dst->name, &ds, AT_SYMLINK_NOFOLLOW) < 0)
+		return 1;
+	if (through && S_ISLNK(ds.st_mode)) {
+		if (fstatat(dst->dir, dst->name, &fs, 0) == 0)
+			d = &fs;
+		else
+			dangling = errno == ENOENT;
+	}
+	if (cli_same_inode(d, st)) {
+		/* -l: already that link, which is what was asked. */
+		if (o->link == CP_LINK_HARD)
+			return 0;
+		return cp_refuse_same(src, dst->path);
+	}
+	if (o->clobber == CP_NO_CLOBBER)
+		return 0;
+	if (o->update && timespec_cmp(&d->st_mtim, &st->st_mtim) >= 0)
+		return 0;
+	if (S_ISDIR(d->st_mode)) {
+		cli_error(0, "cannot overwrite directory %s with non-directory",
+			  cli_quote(dst->path));
+		return -1;
+	}
+	if (o->clobber == CP_INTERACTIVE && !ask(o, dst, d))
+		return 0;
+	if (o->backup != CP_BACKUP_NONE)
+		return backup(o, dst) < 0 ? -1 : 1;
+	/* cp(1) will not create a file where a link points to nothing: the
+	 * name it would create may be anywhere. */
+	if (dangling) {
+		cli_error(0, "not writing through dangling symlink %s", cli_quote(dst->path));
+		return -1;
+	}
+	*exists = true;
+	return 1;
+}
+
+int cp_make_room(const struct cp_opts *o, const struct cp_at *src, const struct cp_at *dst,
+		 const struct stat *st, const char *what)
+{
+	bool exists;
+	int rc = cp_existing(o, src->path, dst, st, false, &exists);
+
+	if (rc <= 0 || !exists)
+		return rc;
+	if (o->link != CP_LINK_NONE && !o->force) {
+		cli_error(EEXIST, "cannot create %s %s to %s", what, cli_quote(dst->path),
+			  cli_quote(src->path));
+		return -1;
+	}
+	if (unlinkat(dst->dir, dst->name, 0) < 0) {
+		cli_error(errno, "cannot remove %s", cli_quote(dst->path));
+		return -1;
+	}
+	return 1;
+}

@@ -1,0 +1,170 @@
+/* psplice cp: where each SOURCE goes, from the operands: SOURCE DEST,
+ * SOURCE... DIRECTORY, -t DIRECTORY SOURCE..., -T SOURCE DEST; with
+ * --parents, DIRECTORY/SOURCE and the directories between. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cp.h"
+
+/* "dir" + "x/y/" -> "dir/y" */
+static char *path_in_dir(const char *dir, const char *src)
+{
+	size_t len = strlen(src), dlen = strlen(dir);
+	const char *base;
+	char *p;
+
+	while (len > 1 && src[len - 1] == '/')
+		len--;
+	base = memrchr(src, '/', len);
+	base = base ? base + 1 : src;
+	len -= (size_t)(base - src);
+	p = malloc(dlen + len + 2);
+	if (!p)
+		return NULL;
+	memcpy(p, dir, dlen);
+	if (!dlen || dir[dlen - 1] != '/')
+		p[dlen++] = '/';
+	memcpy(p + dlen, base, len);
+	p[dlen + len] = '\0';
+	return p;
+}
+
+/* --parents: "dir" + "a/b/f" -> "dir/a/b/f", with dir/a and dir/a/b made
+ * when missing, each with the mode of the directory it stands for (less
+ * the umask, unless the mode is kept). */
+static char *parents_path(const struct cp_opts *o, const char *dir, const char *src)
+{
+	char *dst, *slash;
+	size_t skip;
+	struct stat st;
+	int rc = 0;
+
+	while (*src == '/')
+		src++;
+	if (asprintf(&dst, "%s%s%s", dir, dir[strlen(dir) - 1] == '/' ? "" : "/", src) < 0) {
+		cli_error(ENOMEM, "cannot copy %s", cli_quote(src));
+		return NULL;
+	}
+	skip = strlen(dst) - strlen(src);
+	for (slash = strchr(dst + skip, '/'); slash && !rc; slash = strchr(slash + 1, '/')) {
+		*slash = '\0';
+		if (stat(dst + skip, &st) < 0) {
+			cli_error(errno, "cannot stat %s", cli_quote(dst + skip));
+			rc = -1;
+		} else if (mkdir(dst, (st.st_mode & 07777) & ~o->umask) == 0) {
+			const struct cp_at from = { AT_FDCWD, dst + skip, dst + skip },
+					   to = { AT_FDCWD, dst, dst };
+
+			if (o->keep)
+				rc = cp_preserve(o, &from, &to, &st, NULL);
+		} else if (errno != EEXIST || stat(dst, &st) < 0 || !S_ISDIR(st.st_mode)) {
+			cli_error(errno == EEXIST ? ENOTDIR : errno, "cannot make directory %s",
+				  cli_quote(dst));
+			rc = -1;
+		}
+		*slash = '/';
+	}
+	if (rc < 0) {
+		free(dst);
+		return NULL;
+	}
+	return dst;
+}
+
+/* DST/ names a directory: one that is not there, or a file, is "Not a
+ * directory" (open(2) with O_CREAT says EISDIR for a trailing slash). */
+static bool slash_ok(const char *dst)
+{
+	size_t n = strlen(dst);
+	struct stat st;
+
+	if (!n || dst[n - 1] != '/' || stat(dst, &st) == 0)
+		return true;
+	if (errno == ENOENT)
+		cli_error(ENOTDIR, "cannot create regular file %s", cli_quote(dst));
+	else
+		cli_error(errno, "cannot stat %s", cli_quote(dst));
+	return false;
+}
+
+static bool is_dir(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* The DIRECTORY that SOURCEs are copied into; what says how it was given:
+ * "target" or "target directory" (-t), as cp(1)'s messages. */
+static bool target_ok(const char *dir, const char *what)
+{
+	struct stat st;
+
+	if (stat(dir, &st) < 0) {
+		cli_error(errno, "%s %s", what, cli_quote(dir));
+		return false;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		cli_error(ENOTDIR, "%s %s", what, cli_quote(dir));
+		return false;
+	}
+	return true;
+}
+
+/* Each SOURCE into dir: under its name, or its whole path with --parents. */
+static int cp_into(const struct cp_opts *o, char **srcs, int n, const char *dir)
+{
+	char *dst;
+	int i, rc = 0;
+
+	for (i = 0; i < n; i++) {
+		dst = o->parents ? parents_path(o, dir, srcs[i]) : path_in_dir(dir, srcs[i]);
+		if (!dst) {
+			if (!o->parents)
+				cli_error(ENOMEM, "cannot copy %s", cli_quote(srcs[i]));
+			rc = -1;
+			continue;
+		}
+		if (cp_top(o, srcs[i], dst) < 0)
+			rc = -1;
+		free(dst);
+	}
+	return rc;
+}
+
+int cp_operands(const struct cli_cmd *cmd, const struct cp_args *a)
+{
+	const struct cp_opts *o = &a->opts;
+	char **ops = a->ops;
+	int n = a->n_ops;
+
+	if (a->target_dir && a->no_target)
+		cli_usage_error(cmd, "cannot combine --target-directory (-t) and "
+				"--no-target-directory (-T)");
+	if (n == 0)
+		cli_usage_error(cmd, "missing file operand");
+	if (a->target_dir) {
+		if (!target_ok(a->target_dir, "target directory"))
+			return -1;
+		return cp_into(o, ops, n, a->target_dir);
+	}
+	if (n == 1)
+		cli_usage_error(cmd, "missing destination file operand after %s",
+				cli_quote(ops[0]));
+	if (a->no_target && n > 2)
+		cli_usage_error(cmd, "extra operand %s", cli_quote(ops[2]));
+	if (o->parents && !is_dir(ops[n - 1]))
+		cli_usage_error(cmd, "with --parents, the destination must be a directory");
+	if (a->no_target || (n == 2 && !is_dir(ops[1]))) {
+		if (!o->recursive && !slash_ok(ops[1]))
+			return -1;
+		return cp_top(o, ops[0], ops[1]);
+	}
+	if (!target_ok(ops[n - 1], "target"))
+		return -1;
+	return cp_into(o, ops, n - 1, ops[n - 1]);
+}

@@ -1,0 +1,368 @@
+/* psplice cp -r: a SOURCE directory and the tree under it, walked by
+ * directory descriptors (a path deep in a tree may be longer than
+ * PATH_MAX), each entry copied by the same path. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cp.h"
+
+/* Levels of a tree whose two directories stay open: 64, or an eighth of
+ * the descriptors we may open. Below them each level closes its parent's
+ * pair and opens it again from its own through "..", so that a tree
+ * thousands of levels deep needs no descriptor per level. */
+#define CP_OPEN_LEVELS 64
+
+/* One walk from a SOURCE directory to its copy. */
+struct cp_tree {
+	const struct cp_opts *opts;
+	const char *top_src, *top_dst;
+	struct stat top;  /* of top_dst, once made: not to be copied into itself */
+	bool top_known;
+	unsigned int open; /* levels whose directories are open */
+	unsigned int max_open;
+};
+
+/* A directory being copied: both sides open (O_PATH), or -1 while closed. */
+struct cp_level {
+	struct cp_level *up;
+	int src, dst;
+	struct stat src_st, dst_st;
+	const char *src_path, *dst_path;
+};
+
+static char *join(const char *dir, const char *name)
+{
+	char *p;
+
+	if (asprintf(&p, "%s%s%s", dir, dir[strlen(dir) - 1] == '/' ? "" : "/", name) < 0)
+		return NULL;
+	return p;
+}
+
+
+/* The entries of directory fd, read whole before any is copied: the
+ * descriptor that reads them is closed before the walk goes deeper.
+ * NULL-ended; NULL with the error said. */
+static char **read_names(int fd, const char *src)
+{
+	char **names = NULL, **more;
+	size_t n = 0, size = 0;
+	struct dirent *e;
+	int rd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *dir = rd >= 0 ? fdopendir(rd) : NULL;
+
+	if (!dir) {
+		cli_error(errno, "cannot access %s", cli_quote(src));
+		if (rd >= 0)
+			close(rd);
+		return NULL;
+	}
+	for (;;) {
+		errno = 0;
+		e = readdir(dir);
+		if (!e && errno) {
+			cli_error(errno, "cannot read directory %s", cli_quote(src));
+			goto fail;
+		}
+		if (e && (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")))
+			continue;
+		if (n + 1 >= size) {
+			size = size ? 2 * size : 16;
+			more = realloc(names, size * sizeof(*names));
+			if (!more)
+				goto nomem;
+			names = more;
+		}
+		if (!e)
+			break;
+		names[n] = strdup(e->d_name);
+		if (!names[n])
+			goto nomem;
+		n++;
+	}
+	names[n] = NULL;
+	closedir(dir);
+	return names;
+nomem:
+	cli_error(ENOMEM, "cannot read directory %s", cli_quote(src));
+fail:
+	while (n)
+		free(names[--n]);
+	free(names);
+	closedir(dir);
+	return NULL;
+}
+
+static int cp_node(struct cp_tree *t, struct cp_level *up, const char *name);
+
+/* Make DST, or take the directory that is there. 1: made, 0: there, -1. */
+static int make_dir(struct cp_tree *t, const struct cp_at *src, const struct cp_at *dst)
+{
+	struct stat st;
+
+	/* Ours to fill first: SOURCE's mode may not let us write into it. A
+	 * link to a directory is followed when it is DST itself, given on
+	 * the command line, never inside the tree: the copy would write
+	 * outside it (cp -r refuses too). */
+	if (mkdirat(dst->dir, dst->name, 0700) == 0)
+		return 1;
+	if (errno == EEXIST &&
+	    fstatat(dst->dir, dst->name, &st, t->top_known ? AT_SYMLINK_NOFOLLOW : 0) == 0 &&
+	    S_ISDIR(st.st_mode))
+		return 0;
+	if (errno == EEXIST)
+		cli_error(0, "cannot overwrite non-directory %s with directory %s",
+			  cli_quote(dst->path), cli_quote(src->path));
+	else
+		cli_error(errno, "cannot create directory %s", cli_quote(dst->path));
+	return -1;
+}
+
+/* A new directory without --preserve=mode: SOURCE's permissions less the
+ * umask, and its sticky bit, as mkdir(2) would give them; set-group-ID
+ * only as the parent handed it down (mkdir's rule too, which cp(1) keeps).
+ * Set once filled, as SOURCE's mode may not let us write into it. */
+static int dir_mode(const struct cp_opts *o, const struct cp_at *dst, const struct stat *st,
+		    mode_t inherited)
+{
+	if (fchmodat(dst->dir, dst->name, (st->st_mode & 01777 & ~o->umask) | inherited, 0) < 0) {
+		cli_error(errno, "setting permissions for %s", cli_quote(dst->path));
+		return -1;
+	}
+	return 0;
+}
+
+/* Both sides of a directory, opened to reach what is in them. */
+static int open_level(struct cp_tree *t, struct cp_level *me, const struct cp_at *src,
+		      const struct cp_at *dst, bool follow)
+{
+	const int flags = O_PATH | O_DIRECTORY | O_CLOEXEC;
+
+	me->dst = -1;
+	me->src = openat(src->dir, src->name, flags | (follow ? 0 : O_NOFOLLOW));
+	if (me->src < 0 || fstat(me->src, &me->src_st) < 0) {
+		cli_error(errno, "cannot access %s", cli_quote(src->path));
+		goto fail;
+	}
+	me->dst = openat(dst->dir, dst->name, flags | (t->top_known ? O_NOFOLLOW : 0));
+	if (me->dst < 0 || fstat(me->dst, &me->dst_st) < 0) {
+		cli_error(errno, "cannot access %s", cli_quote(dst->path));
+		goto fail;
+	}
+	t->open++;
+	return 0;
+fail:
+	if (me->src >= 0)
+		close(me->src);
+	if (me->dst >= 0)
+		close(me->dst);
+	me->src = me->dst = -1;
+	return -1;
+}
+
+static void close_level(struct cp_tree *t, struct cp_level *l)
+{
+	if (l->src < 0)
+		return;
+	close(l->src);
+	close(l->dst);
+	l->src = l->dst = -1;
+	t->open--;
+}
+
+/* Is up what ".." of me leads to, on both sides? Not when me was reached
+ * through a symbolic link (-L, -H), nor when the tree was moved meanwhile. */
+static bool up_is_parent(const struct cp_level *up, int src, int dst)
+{
+	struct stat s, d;
+
+	return fstatat(src, "..", &s, 0) == 0 && fstatat(dst, "..", &d, 0) == 0 &&
+	       cli_same_inode(&s, &up->src_st) && cli_same_inode(&d, &up->dst_st);
+}
+
+/* Past CP_OPEN_LEVELS, the level above is closed while me is copied, if
+ * it can be found again from me. */
+static void maybe_close_up(struct cp_tree *t, struct cp_level *me)
+{
+	if (me->up && t->open > t->max_open && me->up->src >= 0 &&
+	    up_is_parent(me->up, me->src, me->dst))
+		close_level(t, me->up);
+}
+
+/* The level above, closed while me was copied, opened again through "..",
+ * and checked to be the same directories. */
+static int reopen_up(struct cp_tree *t, struct cp_level *me)
+{
+	struct cp_level *up = me->up;
+	const int flags = O_PATH | O_DIRECTORY | O_CLOEXEC;
+
+	if (!up || up->src >= 0)
+		return 0;
+	if (me->src < 0) /* lost too: said when it was */
+		return -1;
+	if (!up_is_parent(up, me->src, me->dst)) {
+		cli_error(0, "cannot return to %s: it was moved", cli_quote(up->src_path));
+		return -1;
+	}
+	up->src = openat(me->src, "..", flags);
+	up->dst = up->src >= 0 ? openat(me->dst, "..", flags) : -1;
+	if (up->dst < 0) {
+		cli_error(errno, "cannot return to %s", cli_quote(up->src_path));
+		if (up->src >= 0)
+			close(up->src);
+		up->src = -1;
+		return -1;
+	}
+	t->open++;
+	return 0;
+}
+
+/* Each entry of me's SOURCE directory; 0, or -1 when one failed. */
+static int cp_entries(struct cp_tree *t, struct cp_level *me)
+{
+	char **names = read_names(me->src, me->src_path), **name;
+	int rc = names ? 0 : -1;
+
+	for (name = names; name && *name; name++) {
+		/* A level below that could not find this one again ends it. */
+		if (me->src >= 0 && cp_node(t, me, *name) < 0)
+			rc = -1;
+		free(*name);
+	}
+	free(names);
+	return rc;
+}
+
+/* Mode and times last: the entries made in it changed the mtime. An
+ * existing directory keeps its mode, as with cp -r. src and dst name it
+ * in up's directories (or, at the top, as given). */
+static int dir_attrs(const struct cp_opts *o, const struct cp_level *up,
+		     const struct cp_at *src, const struct cp_at *dst, const struct stat *st,
+		     int made, mode_t inherited)
+{
+	struct cp_at s = *src, d = *dst;
+	int rc = 0;
+
+	if (up) {
+		s.dir = up->src;
+		d.dir = up->dst;
+	}
+	if (made && !(o->keep & CP_KEEP_MODE) && dir_mode(o, &d, st, inherited) < 0)
+		rc = -1;
+	if (o->keep && cp_preserve(o, &s, &d, st, NULL) < 0)
+		rc = -1;
+	return rc;
+}
+
+/* A directory and what it holds. src and dst name it in up's directories
+ * (or, at the top, as given). */
+static int cp_dir(struct cp_tree *t, struct cp_level *up, const struct cp_at *src,
+		  const struct cp_at *dst, const struct stat *st, bool follow)
+{
+	struct cp_level me = { .up = up, .src_path = src->path, .dst_path = dst->path };
+	mode_t inherited = 0;
+	int made, rc;
+
+	/* The copy of the top directory is made inside it: copying it would
+	 * never end. */
+	if (t->top_known && cli_same_inode(st, &t->top)) {
+		cli_error(0, "cannot copy a directory, %s, into itself, %s",
+			  cli_quote(t->top_src), cli_quote(t->top_dst));
+		return -1;
+	}
+	made = make_dir(t, src, dst);
+	if (made < 0 || open_level(t, &me, src, dst, follow) < 0)
+		return -1;
+	if (made)
+		inherited = me.dst_st.st_mode & S_ISGID;
+	if (!t->top_known) {
+		t->top = me.dst_st;
+		t->top_known = true;
+	}
+	maybe_close_up(t, &me);
+	rc = cp_entries(t, &me);
+	if (me.src < 0 || reopen_up(t, &me) < 0) {
+		close_level(t, &me);
+		return -1;
+	}
+	close_level(t, &me);
+	return dir_attrs(t->opts, up, src, dst, st, made, inherited) < 0 ? -1 : rc;
+}
+
+/* name, an entry of up: a directory, or anything else. */
+static int cp_node(struct cp_tree *t, struct cp_level *up, const char *name)
+{
+	bool follow = t->opts->deref == CP_DEREF_ALWAYS;
+	char *sp = join(up->src_path, name), *dp = join(up->dst_path, name);
+	struct cp_at src = { up->src, name, sp }, dst = { up->dst, name, dp };
+	struct stat st;
+	int rc = -1;
+
+	if (!sp || !dp)
+		cli_error(ENOMEM, "cannot copy %s", cli_quote(up->src_path));
+	else if (fstatat(up->src, name, &st, follow ? 0 : AT_SYMLINK_NOFOLLOW) < 0)
+		cli_error(errno, "cannot stat %s", cli_quote(sp));
+	else if (S_ISDIR(st.st_mode))
+		rc = cp_dir(t, up, &src, &dst, &st, follow);
+	else
+		rc = cp_nondir(t->opts, &src, &dst, &st, follow, false);
+	free(sp);
+	free(dp);
+	return rc;
+}
+
+/* Would the copy of directory src be made inside src? Then it would copy
+ * itself, without end: refused before anything is made, as cp -r does. */
+static bool into_itself(const char *src, const char *dst)
+{
+	char *parent = cp_parent_of(dst), *rs = realpath(src, NULL), *rp = NULL;
+	size_t n;
+	bool in = false;
+
+	if (parent && rs)
+		rp = realpath(parent, NULL);
+	if (rp) {
+		n = strlen(rs);
+		in = !strncmp(rp, rs, n) && (rp[n] == '\0' || rp[n] == '/' || n == 1);
+	}
+	free(parent);
+	free(rs);
+	free(rp);
+	return in;
+}
+
+int cp_top(const struct cp_opts *o, const char *src, const char *dst)
+{
+	struct cp_tree t = { .opts = o, .top_src = src, .top_dst = dst };
+	const struct cp_at s = { AT_FDCWD, src, src }, d = { AT_FDCWD, dst, dst };
+	bool follow = o->deref != CP_DEREF_NEVER;
+	struct rlimit rl;
+	struct stat st;
+
+	t.max_open = CP_OPEN_LEVELS;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur / 8 < CP_OPEN_LEVELS)
+		t.max_open = rl.rlim_cur / 8 > 1 ? (unsigned int)(rl.rlim_cur / 8) : 1;
+	if ((follow ? stat(src, &st) : lstat(src, &st)) < 0) {
+		cli_error(errno, "cannot stat %s", cli_quote(src));
+		return -1;
+	}
+	if (!S_ISDIR(st.st_mode))
+		return cp_nondir(o, &s, &d, &st, follow, true);
+	if (!o->recursive) {
+		cli_error(0, "-r not specified; omitting directory %s", cli_quote(src));
+		return -1;
+	}
+	if (into_itself(src, dst)) {
+		cli_error(0, "cannot copy a directory, %s, into itself, %s",
+			  cli_quote(src), cli_quote(dst));
+		return -1;
+	}
+	return cp_dir(&t, NULL, &s, &d, &st, follow);
+}
