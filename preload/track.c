@@ -34,6 +34,7 @@ struct slot {
 	                           (a pipe, a socket, a small file read) until it
 	                           is closed or opened again */
 	unsigned int gen;
+	bool known;             /* dev and ino are the file's (not after an open) */
 	dev_t dev;
 	ino_t ino;
 	int wstate, rstate;
@@ -41,6 +42,10 @@ struct slot {
 	bool big;               /* reached the minimum size: synced by --sync */
 	int err;                /* a writeback error the program has not seen */
 	int64_t wfirst, wend;   /* what was written, forward only */
+	int64_t wseen;          /* written since the open, before the writer
+	                           side is judged: a file is judged (fstat,
+	                           fcntl, lseek) only once it reaches the
+	                           minimum size, so a small one costs nothing */
 	int64_t sampled;        /* wend at the last cachestat, -v */
 	struct psplice_wb wb;
 	int64_t rlo, rhi, rdone; /* first read, highest end, dropped up to */
@@ -79,7 +84,8 @@ static void forget_reader(struct slot *s)
 static void reset(struct slot *s, const struct stat *st)
 {
 	forget_reader(s);
-	*s = (struct slot){ .busy = 1, .gen = gen, .dev = st->st_dev, .ino = st->st_ino };
+	*s = (struct slot){ .busy = 1, .gen = gen, .known = true, .dev = st->st_dev,
+			    .ino = st->st_ino };
 }
 
 static void raise_hiwater(int fd)
@@ -90,8 +96,10 @@ static void raise_hiwater(int fd)
 		;
 }
 
-/* The slot of fd, taken, for the file fd names now; NULL: pass through. */
-static struct slot *get(int fd, struct stat *st)
+/* The slot of fd, taken, as it is: without an fstat it may still describe
+ * a file fd named before (closed by fclose), so it serves only where that
+ * costs nothing. NULL: pass through. */
+static struct slot *peek(int fd)
 {
 	struct slot *s;
 
@@ -101,12 +109,28 @@ static struct slot *get(int fd, struct stat *st)
 	if (atomic_exchange_explicit(&s->busy, 1, memory_order_acquire))
 		return NULL;
 	raise_hiwater(fd);
+	return s;
+}
+
+/* The slot of fd, taken, for the file fd names now; NULL: pass through. */
+static struct slot *get(int fd, struct stat *st)
+{
+	struct slot *s = peek(fd);
+
+	if (!s)
+		return NULL;
 	if (fstat(fd, st) < 0) {
 		put(s);
 		return NULL;
 	}
-	if (s->gen != gen || s->dev != st->st_dev || s->ino != st->st_ino)
+	if (s->gen != gen || (s->known && (s->dev != st->st_dev || s->ino != st->st_ino))) {
 		reset(s, st);
+	} else if (!s->known) {
+		/* Opened since: what was counted is this file's. */
+		s->known = true;
+		s->dev = st->st_dev;
+		s->ino = st->st_ino;
+	}
 	return s;
 }
 
@@ -116,10 +140,23 @@ static bool skipped(int fd)
 	       atomic_load_explicit(&slots[fd].skip, memory_order_relaxed) == gen + 1;
 }
 
+/* Whatever fd named before is gone: its slot starts afresh. */
 void pl_opened(int fd)
 {
+	struct slot *s;
+	int e;
+
 	if (skipped(fd))
 		atomic_store_explicit(&slots[fd].skip, 0, memory_order_relaxed);
+	s = peek(fd);
+	if (!s)
+		return;
+	e = errno;
+	forget_reader(s);
+	*s = (struct slot){ .busy = 1, .gen = gen };
+	atomic_store_explicit(&s->rgen, 0, memory_order_relaxed);
+	put(s);
+	errno = e;
 }
 
 /* fn on the slot of fd, when it can be taken, with errno kept. A skipped
@@ -229,11 +266,16 @@ static void wrote(struct slot *s, int fd, int64_t off, int64_t n)
 	}
 }
 
-static void classify(struct slot *s, int fd, const struct stat *st);
+static void classify(struct slot *s, int fd, const struct stat *st, bool writing);
 
+/* The bytes counted before the writer was judged are taken to be the ones
+ * just before this write: a forward writer's. */
 static void write_step(struct slot *s, int fd, const struct stat *st, int64_t off, int64_t n)
 {
-	classify(s, fd, st);
+	int64_t seen = s->wseen;
+
+	s->wseen = 0;
+	classify(s, fd, st, true);
 	if (s->wstate != W_WRITER)
 		return;
 	/* O_APPEND writes land at the end whatever the offset said. */
@@ -241,13 +283,33 @@ static void write_step(struct slot *s, int fd, const struct stat *st, int64_t of
 		off = st->st_size - n;
 	else if (off < 0)
 		off = lseek(fd, 0, SEEK_CUR) - n;
-	if (off >= 0)
+	if (off >= seen)
+		wrote(s, fd, off - seen, n + seen);
+	else if (off >= 0)
 		wrote(s, fd, off, n);
+}
+
+/* Counted without a system call while the writes since the open stay below
+ * the minimum size: true. */
+static bool counted(int fd, int64_t n)
+{
+	struct slot *s = peek(fd);
+	bool small;
+
+	if (!s)
+		return true;
+	small = s->gen == gen && s->wstate == W_UNKNOWN &&
+		(uint64_t)(s->wseen + n) < pl_conf.min_size;
+	if (small)
+		s->wseen += n;
+	put(s);
+	return small;
 }
 
 void pl_wrote(int fd, int64_t off, ssize_t n)
 {
-	on_slot(fd, write_step, off, n);
+	if (!skipped(fd) && !counted(fd, n))
+		on_slot(fd, write_step, off, n);
 }
 
 /* Close: settle what is in flight and drop it; with --sync, make a file
@@ -353,14 +415,19 @@ static void classify_reader(struct slot *s, int fd, int fl, const struct stat *s
 	s->rlo = -1;
 }
 
-/* Both sides are judged at the first call that sees fd; an fd with nothing
- * to follow on either side is skipped from then on. */
-static void classify(struct slot *s, int fd, const struct stat *st)
+/* The reader side is judged at the first read or write that sees fd, the
+ * writer side at the write that takes it past the minimum size; an fd with
+ * nothing to follow on either side is skipped from then on. The flags are
+ * asked for only when a side could be followed. */
+static void classify(struct slot *s, int fd, const struct stat *st, bool writing)
 {
 	bool rd = pl_conf.read_behind && s->rstate == R_UNKNOWN;
-	int fl = s->wstate == W_UNKNOWN || rd ? fcntl(fd, F_GETFL) : 0;
+	bool wr = writing && s->wstate == W_UNKNOWN;
+	bool big = S_ISREG(st->st_mode) && st->st_size > 0 &&
+		   (uint64_t)st->st_size >= pl_conf.min_size;
+	int fl = wr || (rd && big) ? fcntl(fd, F_GETFL) : 0;
 
-	if (s->wstate == W_UNKNOWN)
+	if (wr)
 		classify_writer(s, fl, st);
 	if (rd) {
 		classify_reader(s, fd, fl, st);
@@ -373,7 +440,7 @@ static void classify(struct slot *s, int fd, const struct stat *st)
 static void read_first(struct slot *s, int fd, const struct stat *st, int64_t off, int64_t n)
 {
 	(void)off, (void)n;
-	classify(s, fd, st);
+	classify(s, fd, st, false);
 }
 
 /* The first read of a file is seen before it is made; later ones skip
@@ -448,9 +515,23 @@ static void read_step(struct slot *s, int fd, const struct stat *st, int64_t off
 	}
 }
 
+/* The reader side is judged and not followed: nothing to do, no fstat. */
+static bool unfollowed(int fd)
+{
+	struct slot *s = peek(fd);
+	bool no;
+
+	if (!s)
+		return true;
+	no = s->gen == gen && s->rstate == R_IGNORED;
+	put(s);
+	return no;
+}
+
 void pl_read(int fd, int64_t off, ssize_t n)
 {
-	on_slot(fd, read_step, off, n);
+	if (!skipped(fd) && !unfollowed(fd))
+		on_slot(fd, read_step, off, n);
 }
 
 static void finish_reader(struct slot *s, int fd)
@@ -487,6 +568,7 @@ static bool forget_idle(int fd)
 		forget_reader(s);
 		errno = e;
 		s->wstate = W_UNKNOWN;
+		s->wseen = 0;
 		atomic_store_explicit(&s->rgen, 0, memory_order_relaxed);
 	}
 	put(s);

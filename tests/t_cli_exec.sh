@@ -107,11 +107,16 @@ python3 -c 'import os; fd = os.open("src", os.O_RDONLY); os.posix_fadvise(fd, 0,
 below $LINENO "src cached before the read-behind run" "$(cached src)" $((1 * M))
 $P exec --read-behind -- cat src >/dev/null; rc=$?; rc_is $LINENO 0
 below $LINENO "pages of src cached after cat --read-behind" "$(cached src)" $((1 * M))
+# The machine reclaims a few pages of an idle file now and then while
+# other work runs (seen: 32 KiB a second, with no process touching it):
+# 64 KiB of slack, against the 8 MiB that would go if they were dropped.
 python3 -c 'import os; fd = os.open("src", os.O_RDONLY); os.pread(fd, 8 << 20, 64 << 20)'
 part=$(cached src)
-[ "$part" -ge $((8 * M)) ] || fail $LINENO "the 8 MiB read is not cached ($part)"
+[ "$part" -ge $((8 * M - 65536)) ] || fail $LINENO "the 8 MiB read is not cached ($part)"
 $P exec --read-behind -- dd if=src of=/dev/null bs=64k status=none; rc=$?; rc_is $LINENO 0
-is $LINENO "$part" "$(cached src)"
+after=$(cached src)
+[ "$after" -le "$part" ] && [ "$after" -ge $((part - 65536)) ] ||
+	fail $LINENO "cached after dd --read-behind: $after bytes, $part before"
 
 # A full filesystem: the same message and status with and without.
 if [ "$(id -u)" = 0 ] && mkdir full && mount -t tmpfs -o size=1m tmpfs full 2>/dev/null; then
@@ -147,6 +152,40 @@ if command -v strace >/dev/null; then
 		fail $LINENO "sh failed under strace"
 	grep -q sync_file_range trace || fail $LINENO "no sync_file_range under psplice exec"
 	is $LINENO 1 "$(grep -c 'fdatasync(' trace)"
+
+	# Small files cost no call of the library's own: N files of 4 KiB
+	# written, then read, under --read-behind; 300 files against none. A
+	# file read costs one fstat (is it large enough to follow?); a file
+	# written below --min-size, nothing: no fstat, fcntl or lseek per write.
+	cat >small.py <<'EOF'
+import os, sys
+os.mkdir("sm")
+for i in range(int(sys.argv[1])):
+    with open("sm/%d" % i, "wb") as f:
+        f.write(b"x" * 4096)
+for i in range(int(sys.argv[1])):
+    with open("sm/%d" % i, "rb") as f:
+        f.read()
+EOF
+	# n TRACE CALL: how many times CALL was made
+	n() { grep -c "^[0-9]* *$2(" "$1"; }
+	calls='trace=fstat,newfstatat,fcntl,lseek'
+	for files in 0 300; do
+		strace -f -qq -e "$calls" -o "plain.$files" python3 small.py $files ||
+			fail $LINENO "python failed"
+		rm -rf sm
+		strace -f -qq -e "$calls" -o "ours.$files" $P exec --read-behind -- \
+			python3 small.py $files || fail $LINENO "python failed under psplice exec"
+		rm -rf sm
+	done
+	# The calls the 300 files cost, with the library and without.
+	for c in fcntl lseek newfstatat; do
+		more=$(($(n ours.300 $c) - $(n ours.0 $c) - $(n plain.300 $c) + $(n plain.0 $c)))
+		want=0
+		[ $c != newfstatat ] || want=300
+		[ "$more" -le $((want + 5)) ] ||
+			fail $LINENO "$c: 300 small files cost $more calls more, want at most $want"
+	done
 else
 	skip "strace is not installed"
 fi
