@@ -44,7 +44,10 @@ CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
 # runs: only those who install it carry its code (and libm, for the plot).
 # It shares the option handling, messages and /proc/meminfo reader of cli/.
 BENCH_SRC := $(wildcard bench/*.c)
-BENCH_OBJ := $(BENCH_SRC:%.c=$(BUILD)/%.o) $(BUILD)/cli/common.o $(BUILD)/cli/dirty.o
+# What the command's subcommands share, which the benchmark and the parser
+# fuzzers link too.
+CLI_COMMON_SRC := cli/common.c cli/parse.c cli/addr.c cli/progress.c
+BENCH_OBJ := $(BENCH_SRC:%.c=$(BUILD)/%.o) $(CLI_COMMON_SRC:%.c=$(BUILD)/%.o) $(BUILD)/cli/dirty.o
 BENCH_DIR ?= $(LIBEXECDIR)/psplice
 TEST_SRC := $(wildcard tests/t_*.c)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
@@ -288,10 +291,9 @@ build-fuzz/fuzz_opts: tests/fuzz/fuzz_opts.c $(FUZZ_TOOL_SRC) cli/*.h bench/*.h 
 		build-fuzz/libpsplice.a $(LDLIBS) -lm
 
 # The parser harnesses link what the subcommands share, without them.
-FUZZ_COMMON_SRC := cli/common.c cli/parse.c cli/addr.c cli/progress.c
-build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_COMMON_SRC) cli/common.h build-fuzz/libpsplice.a
+build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(CLI_COMMON_SRC) cli/common.h build-fuzz/libpsplice.a
 	$(call say,CC,$@)
-	$(Q)clang $(BASE) -Icli -O1 -g -fsanitize=fuzzer $(FUZZ_CFLAGS) -o $@ $< $(FUZZ_COMMON_SRC) \
+	$(Q)clang $(BASE) -Icli -O1 -g -fsanitize=fuzzer $(FUZZ_CFLAGS) -o $@ $< $(CLI_COMMON_SRC) \
 		build-fuzz/libpsplice.a $(LDLIBS) -lm
 
 fuzz-lib:
