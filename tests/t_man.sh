@@ -46,18 +46,20 @@ for cmd in $cmds; do
 	[ -n "$long" ] || fail "no option table found in $src"
 	short=$(sed -n 's/.*getopt_long(argc, argv, "+\{0,1\}\([^"]*\)".*/\1/p' "$src" |
 		tr -d : | sed 's/./&\n/g')
-	# In roff a dash is \-: --sync is \-\-sync, -f is \-f not followed by
-	# a letter (so \-\-force does not count for -f).
+	# An option is documented when it heads an item of OPTIONS (the line
+	# after a .TP). In roff a dash is \-: --sync is \-\-sync, -f is \-f
+	# not followed by a letter (so \-\-force does not count for -f).
+	sed -n '/^\.SH OPTIONS/,/^\.SH /{/^\.TP/{n;p}}' "$page" >"$d/tags"
 	for o in $long help version; do
 		nopt=$((nopt + 1))
 		pat=$(printf '%s' "$o" | sed 's/-/\\\\-/g')
-		grep -q "\\\\-\\\\-$pat\\([^a-z-]\\|\$\\)" "$page" ||
-			fail "psplice-$cmd.1: option --$o of $(basename "$src") is not documented"
+		grep -q "\\\\-\\\\-$pat\\([^a-z-]\\|\$\\)" "$d/tags" ||
+			fail "psplice-$cmd.1: option --$o of $(basename "$src") has no item in OPTIONS"
 	done
 	for o in $short; do
 		nopt=$((nopt + 1))
-		grep -q "\\\\-$o\\([^A-Za-z0-9]\\|\$\\)" "$page" ||
-			fail "psplice-$cmd.1: option -$o of $(basename "$src") is not documented"
+		grep -q "\\\\-$o\\([^A-Za-z0-9]\\|\$\\)" "$d/tags" ||
+			fail "psplice-$cmd.1: option -$o of $(basename "$src") has no item in OPTIONS"
 	done
 done
 has_sections "$man/psplice.1" NAME SYNOPSIS DESCRIPTION COMMANDS OPTIONS "EXIT STATUS" \
