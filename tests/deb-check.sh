@@ -79,8 +79,7 @@ owns() {
 }
 owns libpsplice0 $libdir/libpsplice.so.0
 owns libpsplice-dev /usr/include/psplice.h $libdir/libpsplice.a $libdir/libpsplice.so \
-	$libdir/pkgconfig/psplice.pc /usr/share/man/man3/psplice.3.gz \
-	/usr/share/man/man3/psplice_copy.3.gz
+	$libdir/pkgconfig/psplice.pc
 owns psplice /usr/bin/psplice /usr/share/man/man1/psplice.1.gz \
 	/usr/share/bash-completion/completions/psplice $libdir/psplice/libpsplice-preload.so
 owns psplice-bench /usr/libexec/psplice/psplice-bench
@@ -90,6 +89,13 @@ ok "psplice bench --help through psplice-bench fails" sh -c \
 	'psplice bench --help | grep -q "^Usage: psplice bench "'
 ok "psplice bench --only nosuch is not refused by psplice-bench" sh -c \
 	'psplice bench --only nosuch 2>&1 | grep -q "unknown group .nosuch."'
+# A page per command in the command's package, a page per function in -dev.
+for c in $(sed -n 's/^[[:space:]]*&cli_cmd_\([a-z]*\),.*/\1/p' "$top/cli/psplice.c"); do
+	owns psplice /usr/share/man/man1/psplice-$c.1.gz
+done
+for f in $(sed -n 's/^[a-z][^(]*[ *]\(psplice[a-z0-9_]*\)(.*/\1/p' "$top/include/psplice.h"); do
+	owns libpsplice-dev /usr/share/man/man3/$f.3.gz
+done
 ok "ldconfig does not know libpsplice.so.0" sh -c 'ldconfig -p | grep -q "libpsplice\.so\.0 "'
 
 # A program built the way a user of libpsplice-dev builds one, run with no
@@ -143,6 +149,7 @@ ok "dd under psplice exec fails" sh -c 'psplice exec --min-size=0 -- dd if="$1" 
 if command -v man >/dev/null 2>&1; then
 	ok "man does not find psplice(1)" man -w 1 psplice
 	ok "man does not find psplice_copy(3)" man -w 3 psplice_copy
+	ok "man does not find psplice-cp(1)" man -w 1 psplice-cp
 fi
 # bash-completion loads the completion on demand, from its installed place.
 if [ -r /usr/share/bash-completion/bash_completion ]; then

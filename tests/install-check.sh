@@ -58,6 +58,12 @@ sed 's/@.*//' "$tmp/syms" >"$tmp/funcs"
 for f in $(cat "$tmp/funcs"); do
 	ok "$f: not declared in psplice.h" grep -q "[ *]$f(" "$root/usr/include/psplice.h"
 	ok "$f: no man page" test -s "$mandir/man3/$f.3"
+	ok "$f: its man page is a .so redirect, not its own" sh -c '! grep -q "^\.so " "$1"' \
+		- "$mandir/man3/$f.3"
+done
+# A page per command, psplice-NAME(1), as git has.
+for c in $(sed -n 's/^[[:space:]]*&cli_cmd_\([a-z]*\),.*/\1/p' "$top/cli/psplice.c"); do
+	ok "psplice $c: no man page psplice-$c.1" test -s "$mandir/man1/psplice-$c.1"
 done
 
 # pkg-config, as a package build would use it against the staged root.
