@@ -170,12 +170,29 @@ static void grow_pipe(int fd)
 		fcntl(fd, F_SETPIPE_SZ, CAT_PIPE_SIZE);
 }
 
-static int cat_main(const struct cli_cmd *cmd, int argc, char **argv)
+struct cat_opts {
+	struct range rg;
+	bool verbose;
+};
+
+/* --offset and --length: sizes with K, M, G, T suffixes. */
+static void range_arg(const struct cli_cmd *cmd, int c, const char *arg, struct range *rg)
 {
-	struct range rg = { 0, PSPLICE_TO_EOF };
-	bool verbose = false;
-	int64_t n;
-	int c, i, r, status = 0;
+	int64_t n = cli_parse_size(arg);
+
+	if (n < 0)
+		cli_usage_error(cmd, "invalid %s %s", c == OPT_OFFSET ? "offset" : "length",
+				cli_quote(arg));
+	if (c == OPT_OFFSET)
+		rg->offset = n;
+	else
+		rg->length = (uint64_t)n;
+}
+
+static void parse_options(const struct cli_cmd *cmd, int argc, char **argv,
+			  struct cat_opts *opt)
+{
+	int c;
 
 	/* No -v: cat's -v shows non-printing characters; never take it for
 	 * something else. */
@@ -184,19 +201,11 @@ static int cat_main(const struct cli_cmd *cmd, int argc, char **argv)
 		case 'u': /* POSIX: unbuffered; nothing is buffered here */
 			break;
 		case 'V':
-			verbose = true;
+			opt->verbose = true;
 			break;
 		case OPT_OFFSET:
 		case OPT_LENGTH:
-			n = cli_parse_size(optarg);
-			if (n < 0)
-				cli_usage_error(cmd, "invalid %s %s",
-						c == OPT_OFFSET ? "offset" : "length",
-						cli_quote(optarg));
-			if (c == OPT_OFFSET)
-				rg.offset = n;
-			else
-				rg.length = (uint64_t)n;
+			range_arg(cmd, c, optarg, &opt->rg);
 			break;
 		case OPT_TO:
 			connect_to(cmd, optarg);
@@ -208,14 +217,22 @@ static int cat_main(const struct cli_cmd *cmd, int argc, char **argv)
 			cli_common_option(cmd, c);
 		}
 	}
+}
+
+static int cat_main(const struct cli_cmd *cmd, int argc, char **argv)
+{
+	struct cat_opts opt = { .rg = { 0, PSPLICE_TO_EOF } };
+	int i, r, status = 0;
+
+	parse_options(cmd, argc, argv, &opt);
 	if (cli_parse_only)
 		return 0;
 	grow_pipe(out_fd);
 	grow_pipe(STDIN_FILENO);
 	if (optind == argc)
-		return cat_one("-", &rg, verbose) == CAT_OK ? 0 : 1;
+		return cat_one("-", &opt.rg, opt.verbose) == CAT_OK ? 0 : 1;
 	for (i = optind; i < argc; i++) {
-		r = cat_one(argv[i], &rg, verbose);
+		r = cat_one(argv[i], &opt.rg, opt.verbose);
 		if (r != CAT_OK)
 			status = 1;
 		if (r == CAT_STOP)

@@ -91,20 +91,14 @@ static void supervise(struct relay *r, struct worker *w, int sfd)
 	}
 }
 
-static int serve(struct relay *r, struct worker *w)
+/* Signals go to the signalfd alone: workers inherit the mask. A peer that
+ * went away must not end the relay: SIGPIPE is ignored before any pair is
+ * prepared, so the pairs' moves need no guard against it
+ * (psplice_pair_new(3)). The signalfd, or -1. */
+static int take_signals(void)
 {
-	char where[160];
 	sigset_t set;
-	int sfd, i, err;
 
-	for (i = 0; i < r->jobs; i++)
-		w[i].listener.fd = -1;
-	if (make_listeners(r, w) < 0)
-		return 1;
-	/* Signals go to the signalfd alone: workers inherit the mask. A peer
-	 * that went away must not end the relay: SIGPIPE is ignored before
-	 * any pair is prepared,
-	 * so the pairs' moves need no guard against it (psplice_pair_new(3)). */
 	signal(SIGPIPE, SIG_IGN);
 	sigemptyset(&set);
 	sigaddset(&set, SIGINT);
@@ -112,7 +106,44 @@ static int serve(struct relay *r, struct worker *w)
 	sigaddset(&set, SIGHUP);
 	sigaddset(&set, SIGUSR1);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
-	sfd = signalfd(-1, &set, SFD_CLOEXEC);
+	return signalfd(-1, &set, SFD_CLOEXEC);
+}
+
+static void say_listening(const struct relay *r, const struct worker *w)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+	char where[160];
+
+	getsockname(w[0].listener.fd, (struct sockaddr *)&ss, &len);
+	addr_text((struct sockaddr *)&ss, len, where, sizeof(where));
+	fprintf(stderr, CLI_NAME ": relay: listening on %s, forwarding to %s, %d worker%s\n",
+		where, r->target.text, r->jobs, r->jobs == 1 ? "" : "s");
+}
+
+static void start_workers(const struct relay *r, struct worker *w)
+{
+	int i, err;
+
+	for (i = 0; i < r->jobs; i++) {
+		err = pthread_create(&w[i].thread, NULL, worker_main, &w[i]);
+		if (err) {
+			/* Workers already running use w: leave without freeing. */
+			cli_error(err, "relay: cannot start a worker");
+			exit(1);
+		}
+	}
+}
+
+static int serve(struct relay *r, struct worker *w)
+{
+	int sfd, i;
+
+	for (i = 0; i < r->jobs; i++)
+		w[i].listener.fd = -1;
+	if (make_listeners(r, w) < 0)
+		return 1;
+	sfd = take_signals();
 	r->done_fd = eventfd(0, EFD_CLOEXEC);
 	if (sfd < 0 || r->done_fd < 0) {
 		cli_error(errno, "relay");
@@ -123,23 +154,9 @@ static int serve(struct relay *r, struct worker *w)
 			cli_error(errno, "relay: epoll");
 			return 1;
 		}
-	if (r->verbose) {
-		struct sockaddr_storage ss;
-		socklen_t len = sizeof(ss);
-
-		getsockname(w[0].listener.fd, (struct sockaddr *)&ss, &len);
-		addr_text((struct sockaddr *)&ss, len, where, sizeof(where));
-		fprintf(stderr, CLI_NAME ": relay: listening on %s, forwarding to %s, %d worker%s\n",
-			where, r->target.text, r->jobs, r->jobs == 1 ? "" : "s");
-	}
-	for (i = 0; i < r->jobs; i++) {
-		err = pthread_create(&w[i].thread, NULL, worker_main, &w[i]);
-		if (err) {
-			/* Workers already running use w: leave without freeing. */
-			cli_error(err, "relay: cannot start a worker");
-			exit(1);
-		}
-	}
+	if (r->verbose)
+		say_listening(r, w);
+	start_workers(r, w);
 	supervise(r, w, sfd);
 	for (i = 0; i < r->jobs; i++)
 		pthread_join(w[i].thread, NULL);
@@ -230,10 +247,10 @@ static int mode_arg(const struct cli_cmd *cmd, const char *s)
 	return (int)m;
 }
 
-static int relay_main(const struct cli_cmd *cmd, int argc, char **argv)
+/* The options into r; --jobs is returned, 0 when not given. */
+static uint64_t parse_options(const struct cli_cmd *cmd, int argc, char **argv,
+			      struct relay *r)
 {
-	struct relay r = { .connect_ms = 10000, .drain_ms = 10000, .unix_mode = -1 };
-	const char *why = NULL;
 	uint64_t jobs = 0;
 	int c;
 
@@ -246,30 +263,47 @@ static int relay_main(const struct cli_cmd *cmd, int argc, char **argv)
 						cli_quote(optarg));
 			break;
 		case OPT_MAX_CONNS:
-			r.max_conns = parse_count(cmd, "--max-conns", optarg);
+			r->max_conns = parse_count(cmd, "--max-conns", optarg);
 			break;
-		case OPT_IDLE: r.idle_ms = secs_arg(cmd, "--idle-timeout", optarg); break;
-		case OPT_CONNECT: r.connect_ms = secs_arg(cmd, "--connect-timeout", optarg); break;
-		case OPT_DRAIN: r.drain_ms = secs_arg(cmd, "--drain-timeout", optarg); break;
-		case OPT_STATS: r.stats_ms = secs_arg(cmd, "--stats-interval", optarg); break;
-		case OPT_COPY: r.pair_flags = copy_arg(cmd, optarg); break;
-		case OPT_LOWAT: r.notsent_lowat = lowat_arg(cmd, optarg); break;
-		case OPT_NAGLE: r.nagle = true; break;
-		case OPT_REUSEPORT: r.reuseport = true; break;
-		case OPT_UNIX_MODE: r.unix_mode = mode_arg(cmd, optarg); break;
-		case 'v': r.verbose = true; break;
+		case OPT_IDLE: r->idle_ms = secs_arg(cmd, "--idle-timeout", optarg); break;
+		case OPT_CONNECT: r->connect_ms = secs_arg(cmd, "--connect-timeout", optarg); break;
+		case OPT_DRAIN: r->drain_ms = secs_arg(cmd, "--drain-timeout", optarg); break;
+		case OPT_STATS: r->stats_ms = secs_arg(cmd, "--stats-interval", optarg); break;
+		case OPT_COPY: r->pair_flags = copy_arg(cmd, optarg); break;
+		case OPT_LOWAT: r->notsent_lowat = lowat_arg(cmd, optarg); break;
+		case OPT_NAGLE: r->nagle = true; break;
+		case OPT_REUSEPORT: r->reuseport = true; break;
+		case OPT_UNIX_MODE: r->unix_mode = mode_arg(cmd, optarg); break;
+		case 'v': r->verbose = true; break;
 		default: cli_common_option(cmd, c);
 		}
 	}
+	return jobs;
+}
+
+/* LISTEN and TARGET. */
+static void parse_operands(const struct cli_cmd *cmd, int argc, char **argv,
+			   struct relay *r)
+{
+	const char *why = NULL;
+
 	if (argc - optind < 2)
 		cli_usage_error(cmd, argc - optind ? "missing TARGET operand" :
 				"missing LISTEN and TARGET operands");
 	if (argc - optind > 2)
 		cli_usage_error(cmd, "extra operand %s", cli_quote(argv[optind + 2]));
-	if (cli_parse_addr(argv[optind], &r.listen, true, &why) < 0)
+	if (cli_parse_addr(argv[optind], &r->listen, true, &why) < 0)
 		cli_usage_error(cmd, "invalid address %s: %s", cli_quote(argv[optind]), why);
-	if (cli_parse_addr(argv[optind + 1], &r.target, false, &why) < 0)
+	if (cli_parse_addr(argv[optind + 1], &r->target, false, &why) < 0)
 		cli_usage_error(cmd, "invalid address %s: %s", cli_quote(argv[optind + 1]), why);
+}
+
+static int relay_main(const struct cli_cmd *cmd, int argc, char **argv)
+{
+	struct relay r = { .connect_ms = 10000, .drain_ms = 10000, .unix_mode = -1 };
+	uint64_t jobs = parse_options(cmd, argc, argv, &r);
+
+	parse_operands(cmd, argc, argv, &r);
 	if (cli_parse_only)
 		return 0;
 	if (!jobs) {

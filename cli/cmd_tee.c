@@ -111,60 +111,97 @@ static void grow_pipe(int fd)
 		fcntl(fd, F_SETPIPE_SZ, TEE_PIPE_SIZE);
 }
 
-static int run(struct outputs *o, enum mode mode)
-{
-	struct psplice_result res[PSPLICE_TEE_MAX];
-	int fds[PSPLICE_TEE_MAX], status = 0;
-	size_t map[PSPLICE_TEE_MAX], n = 0, i, j;
-	struct psplice_tee *t;
-	ssize_t r;
+/* The outputs psplice_tee writes: the usable ones, and which output each is. */
+struct sinks {
+	int fd[PSPLICE_TEE_MAX];
+	size_t of[PSPLICE_TEE_MAX];
+	size_t n;
+};
 
+static int pick_sinks(const struct outputs *o, enum mode mode, struct sinks *k)
+{
+	int status = 0;
+	size_t i;
+
+	k->n = 0;
 	for (i = 0; i < o->n; i++) {
 		if (!usable(o->fd[i])) {
 			if (!output_failed(mode, o->name[i], EBADF))
 				status = 1;
 			continue;
 		}
-		map[n] = i;
-		fds[n++] = o->fd[i];
+		k->of[k->n] = i;
+		k->fd[k->n++] = o->fd[i];
 	}
-	if (!n)
+	return status;
+}
+
+/* An output's first error is told; it is written no more. */
+static int note_errors(struct outputs *o, enum mode mode, const struct sinks *k,
+		       const struct psplice_result *res)
+{
+	int status = 0;
+	size_t i, j;
+
+	for (j = 0; j < k->n; j++) {
+		i = k->of[j];
+		if (o->out[i] || !res[j].error || res[j].error == EAGAIN ||
+		    res[j].error == EINTR)
+			continue;
+		o->out[i] = true;
+		if (!output_failed(mode, o->name[i], res[j].error))
+			status = 1;
+	}
+	return status;
+}
+
+/* After a step that failed (errno): true to step again. */
+static bool again(int *status)
+{
+	if (errno == EINTR)
+		return true;
+	/* Standard input left non-blocking by someone else. */
+	if (errno == EAGAIN && psplice_last()->side == PSPLICE_SIDE_IN) {
+		wait_input();
+		return true;
+	}
+	if (psplice_last()->side == PSPLICE_SIDE_IN) {
+		cli_error(errno, "error reading %s", cli_quote("standard input"));
+		*status = 1;
+	}
+	/* Otherwise no output is left: tee(1) stops reading then. */
+	return false;
+}
+
+static int pump(struct psplice_tee *t, struct outputs *o, enum mode mode,
+		const struct sinks *k)
+{
+	struct psplice_result res[PSPLICE_TEE_MAX];
+	int status = 0;
+	ssize_t r;
+
+	do {
+		r = psplice_tee_move(t, TEE_STEP, 0, res);
+		status |= note_errors(o, mode, k, res);
+	} while (r > 0 || (r < 0 && again(&status)));
+	return status;
+}
+
+static int run(struct outputs *o, enum mode mode)
+{
+	struct sinks k;
+	struct psplice_tee *t;
+	int status = pick_sinks(o, mode, &k);
+
+	if (!k.n)
 		return status;
 	grow_pipe(STDIN_FILENO);
-	t = psplice_tee_new(STDIN_FILENO, fds, n, 0, 0);
+	t = psplice_tee_new(STDIN_FILENO, k.fd, k.n, 0, 0);
 	if (!t) {
 		cli_error(errno, "error reading %s", cli_quote("standard input"));
 		return 1;
 	}
-	for (;;) {
-		r = psplice_tee_move(t, TEE_STEP, 0, res);
-		for (j = 0; j < n; j++) {
-			i = map[j];
-			if (o->out[i] || !res[j].error || res[j].error == EAGAIN ||
-			    res[j].error == EINTR)
-				continue;
-			o->out[i] = true;
-			if (!output_failed(mode, o->name[i], res[j].error))
-				status = 1;
-		}
-		if (r > 0)
-			continue;
-		if (r == 0)
-			break;
-		if (errno == EINTR)
-			continue;
-		/* Standard input left non-blocking by someone else. */
-		if (errno == EAGAIN && psplice_last()->side == PSPLICE_SIDE_IN) {
-			wait_input();
-			continue;
-		}
-		if (psplice_last()->side == PSPLICE_SIDE_IN) {
-			cli_error(errno, "error reading %s", cli_quote("standard input"));
-			status = 1;
-		}
-		/* Otherwise no output is left: tee(1) stops reading then. */
-		break;
-	}
+	status |= pump(t, o, mode, &k);
 	psplice_tee_free(t);
 	return status;
 }
@@ -176,69 +213,104 @@ static int open_output(const char *path, bool append)
 	return open(path, fl, 0666);
 }
 
-static int tee_main(const struct cli_cmd *cmd, int argc, char **argv)
+struct tee_opts {
+	enum mode mode;
+	bool append;
+	const char *to[PSPLICE_TEE_MAX]; /* --to */
+	size_t n_to;
+};
+
+static void parse_options(const struct cli_cmd *cmd, int argc, char **argv,
+			  struct tee_opts *opt)
 {
-	static struct outputs o;
-	const char *to[PSPLICE_TEE_MAX];
-	enum mode mode = M_SIGPIPE;
-	bool append = false;
-	size_t n_to = 0, i;
-	int c, fd, status = 0;
+	int c;
 
 	while ((c = getopt_long(argc, argv, "aip", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'a':
-			append = true;
+			opt->append = true;
 			break;
 		case 'i':
 			signal(SIGINT, SIG_IGN);
 			break;
 		case 'p':
-			mode = M_WARN_NOPIPE;
+			opt->mode = M_WARN_NOPIPE;
 			break;
 		case OPT_OUTPUT_ERROR:
-			mode = parse_mode(cmd, optarg);
+			opt->mode = parse_mode(cmd, optarg);
 			break;
 		case OPT_TO:
-			if (n_to == PSPLICE_TEE_MAX)
+			if (opt->n_to == PSPLICE_TEE_MAX)
 				cli_usage_error(cmd, "more than %d outputs", PSPLICE_TEE_MAX);
-			to[n_to++] = optarg;
+			opt->to[opt->n_to++] = optarg;
 			break;
 		default:
 			cli_common_option(cmd, c);
 		}
 	}
+}
+
+/* Standard output, then each FILE, then each --to socket; one that cannot
+ * be opened is told and left out. */
+static int open_outputs(const struct cli_cmd *cmd, const struct tee_opts *opt,
+			char **files, size_t n_files, struct outputs *o)
+{
+	int fd, status = 0;
+	size_t i;
+
+	add(cmd, o, STDOUT_FILENO, "standard output");
+	for (i = 0; i < n_files; i++) {
+		fd = open_output(files[i], opt->append);
+		if (fd < 0) {
+			cli_error(errno, "cannot open %s", cli_quote(files[i]));
+			status = 1;
+			continue;
+		}
+		add(cmd, o, fd, files[i]);
+	}
+	for (i = 0; i < opt->n_to; i++) {
+		fd = cli_connect(cmd, opt->to[i]); /* unreachable: as a file not opened */
+		if (fd < 0) {
+			status = 1;
+			continue;
+		}
+		add(cmd, o, fd, opt->to[i]);
+	}
+	return status;
+}
+
+/* Standard output stays open; a close that fails is a write error, unless
+ * that output was told already. */
+static int close_outputs(const struct outputs *o)
+{
+	int status = 0;
+	size_t i;
+
+	for (i = 1; i < o->n; i++)
+		if (close(o->fd[i]) < 0 && !o->out[i]) {
+			cli_error(errno, "error writing %s", cli_quote(o->name[i]));
+			status = 1;
+		}
+	return status;
+}
+
+static int tee_main(const struct cli_cmd *cmd, int argc, char **argv)
+{
+	static struct outputs o;
+	struct tee_opts opt = { .mode = M_SIGPIPE };
+	int status;
+
+	parse_options(cmd, argc, argv, &opt);
 	if (cli_parse_only)
 		return 0;
 	/* As tee(1): with a mode, a reader gone is an error to handle, not a
 	 * signal. */
-	if (mode != M_SIGPIPE)
+	if (opt.mode != M_SIGPIPE)
 		signal(SIGPIPE, SIG_IGN);
-	add(cmd, &o, STDOUT_FILENO, "standard output");
-	for (i = optind; i < (size_t)argc; i++) {
-		fd = open_output(argv[i], append);
-		if (fd < 0) {
-			cli_error(errno, "cannot open %s", cli_quote(argv[i]));
-			status = 1;
-			continue;
-		}
-		add(cmd, &o, fd, argv[i]);
-	}
-	for (i = 0; i < n_to; i++) {
-		fd = cli_connect(cmd, to[i]); /* unreachable: as a file not opened */
-		if (fd < 0) {
-			status = 1;
-			continue;
-		}
-		add(cmd, &o, fd, to[i]);
-	}
+	status = open_outputs(cmd, &opt, argv + optind, (size_t)(argc - optind), &o);
 	grow_pipe(STDOUT_FILENO);
-	status |= run(&o, mode);
-	for (i = 1; i < o.n; i++)
-		if (close(o.fd[i]) < 0 && !o.out[i]) {
-			cli_error(errno, "error writing %s", cli_quote(o.name[i]));
-			status = 1;
-		}
+	status |= run(&o, opt.mode);
+	status |= close_outputs(&o);
 	return status;
 }
 

@@ -1,6 +1,6 @@
 /* libpsplice-preload.so: write-behind and read-behind for programs that were
  * never changed. preload.c holds the interposed calls, track.c the state
- * kept per fd number and what is done with it. */
+ * kept per fd number and what is done with it, readbehind.c the read side. */
 #ifndef PL_PRELOAD_H
 #define PL_PRELOAD_H
 

@@ -20,48 +20,18 @@
 #include "internal.h"
 #include "preload.h"
 #include "sys.h"
+#include "track.h"
 
 #define PL_NSLOT 65536           /* fds past this pass through */
-#define PL_BITMAP_MAX ((size_t)64 << 20) /* pages of files past 2 TiB: left alone */
-
-enum { W_UNKNOWN, W_IGNORED, W_WRITER };
-enum { R_UNKNOWN, R_IGNORED, R_READER };
-
-struct slot {
-	atomic_int busy;
-	atomic_uint rgen;       /* generation + 1 once the reader side is known */
-	atomic_uint skip;       /* generation + 1: nothing to follow on this fd
-	                           (a pipe, a socket, a small file read) until it
-	                           is closed or opened again */
-	unsigned int gen;
-	bool known;             /* dev and ino are the file's (not after an open) */
-	dev_t dev;
-	ino_t ino;
-	int wstate, rstate;
-	bool append, paced;
-	bool big;               /* reached the minimum size: synced by --sync */
-	int err;                /* a writeback error the program has not seen */
-	int64_t wfirst, wend;   /* what was written, forward only */
-	int64_t wseen;          /* written since the open, before the writer
-	                           side is judged: a file is judged (fstat,
-	                           fcntl, lseek) only once it reaches the
-	                           minimum size, so a small one costs nothing */
-	int64_t sampled;        /* wend at the last cachestat, -v */
-	struct psplice_wb wb;
-	int64_t rlo, rhi, rdone; /* first read, highest end, dropped up to */
-	int64_t rsize;          /* the size when the reading began */
-	uint8_t *before;        /* page cached before the first read (bit set);
-	                           NULL: none was */
-	size_t before_len;
-};
 
 struct pl_conf pl_conf;
 static struct slot *slots;
 static unsigned int gen;
 static atomic_int hiwater = -1;
-static int64_t page;
+int64_t pl_page;
 static int errfd = 2;  /* -v: stderr as it was at load (programs close it at exit) */
-static atomic_ullong st_files, st_bytes, st_peak, st_dropped, st_errors;
+static atomic_ullong st_files, st_bytes, st_peak, st_errors;
+atomic_ullong pl_dropped;
 
 static bool is_wb_error(int err)
 {
@@ -73,17 +43,9 @@ static void put(struct slot *s)
 	atomic_store_explicit(&s->busy, 0, memory_order_release);
 }
 
-static void forget_reader(struct slot *s)
-{
-	if (s->before)
-		munmap(s->before, s->before_len);
-	s->before = NULL;
-	s->rstate = R_UNKNOWN;
-}
-
 static void reset(struct slot *s, const struct stat *st)
 {
-	forget_reader(s);
+	pl_forget_reader(s);
 	*s = (struct slot){ .busy = 1, .gen = gen, .known = true, .dev = st->st_dev,
 			    .ino = st->st_ino };
 }
@@ -152,7 +114,7 @@ void pl_opened(int fd)
 	if (!s)
 		return;
 	e = errno;
-	forget_reader(s);
+	pl_forget_reader(s);
 	*s = (struct slot){ .busy = 1, .gen = gen };
 	atomic_store_explicit(&s->rgen, 0, memory_order_relaxed);
 	put(s);
@@ -231,7 +193,7 @@ static void sample(struct slot *s, int fd)
 		return;
 	s->sampled = s->wend;
 	if (ps_cachestat(fd, 0, 0, &cs) == 0)
-		add_max(&st_peak, (cs.dirty + cs.writeback) * (uint64_t)page);
+		add_max(&st_peak, (cs.dirty + cs.writeback) * (uint64_t)pl_page);
 }
 
 static void feed(struct slot *s, int fd, int64_t off, int64_t len)
@@ -357,63 +319,7 @@ int pl_synced(int fd, int r)
 	return r;
 }
 
-/* Read side ------------------------------------------------------------ */
-
-static bool bit(const struct slot *s, int64_t pg)
-{
-	return s->before[pg / 8] & (1u << (pg % 8));
-}
-
-/* Which pages were cached before the first read: whole blocks when
- * cachestat says none or all of a block is, page by page otherwise. */
-static int snapshot(struct slot *s, int fd, int64_t pages)
-{
-	const int64_t blk = 256;
-	struct ps_cachestat cs, pc;
-	int64_t b, p, n;
-
-	s->before_len = (size_t)((pages + 7) / 8 + page - 1) / (size_t)page * (size_t)page;
-	if (s->before_len > PL_BITMAP_MAX)
-		return -1;
-	s->before = mmap(NULL, s->before_len, PROT_READ | PROT_WRITE,
-			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (s->before == MAP_FAILED) {
-		s->before = NULL;
-		return -1;
-	}
-	for (b = 0; b < pages; b += blk) {
-		n = pages - b < blk ? pages - b : blk;
-		if (ps_cachestat(fd, (uint64_t)(b * page), (uint64_t)(n * page), &cs) < 0)
-			return -1;
-		for (p = b; p < b + n && cs.cache; p++)
-			if (cs.cache == (uint64_t)n ||
-			    (ps_cachestat(fd, (uint64_t)(p * page), (uint64_t)page, &pc) == 0 &&
-			     pc.cache))
-				s->before[p / 8] |= (uint8_t)(1u << (p % 8));
-	}
-	return 0;
-}
-
-static void classify_reader(struct slot *s, int fd, int fl, const struct stat *st)
-{
-	struct ps_cachestat cs;
-
-	s->rstate = R_IGNORED;
-	if (!S_ISREG(st->st_mode) || fl < 0 || (fl & O_DIRECT) ||
-	    (fl & O_ACCMODE) == O_WRONLY || st->st_size <= 0 ||
-	    (uint64_t)st->st_size < pl_conf.min_size)
-		return;
-	if (ps_cachestat(fd, 0, 0, &cs) < 0)
-		return;
-	if (cs.cache && snapshot(s, fd, (st->st_size + page - 1) / page) < 0) {
-		forget_reader(s);
-		s->rstate = R_IGNORED;
-		return;
-	}
-	s->rstate = R_READER;
-	s->rsize = st->st_size;
-	s->rlo = -1;
-}
+/* Both sides ------------------------------------------------------------ */
 
 /* The reader side is judged at the first read or write that sees fd, the
  * writer side at the write that takes it past the minimum size; an fd with
@@ -430,7 +336,7 @@ static void classify(struct slot *s, int fd, const struct stat *st, bool writing
 	if (wr)
 		classify_writer(s, fl, st);
 	if (rd) {
-		classify_reader(s, fd, fl, st);
+		pl_classify_reader(s, fd, fl, st);
 		atomic_store_explicit(&s->rgen, gen + 1, memory_order_relaxed);
 	}
 	if (s->wstate == W_IGNORED && (!pl_conf.read_behind || s->rstate == R_IGNORED))
@@ -452,69 +358,6 @@ void pl_will_read(int fd)
 		on_slot(fd, read_first, 0, 0);
 }
 
-static void advise(int fd, int64_t a, int64_t b)
-{
-	if (b > a && posix_fadvise(fd, a, b - a, POSIX_FADV_DONTNEED) == 0)
-		atomic_fetch_add(&st_dropped, (unsigned long long)(b - a));
-}
-
-/* Drop the pages of [a, b) that were not cached before the first read;
- * pages past the size it had then are another writer's. */
-static void drop(struct slot *s, int fd, int64_t a, int64_t b)
-{
-	int64_t p, q, end;
-
-	end = (s->rsize + page - 1) / page;
-	b = (b + page - 1) / page < end ? (b + page - 1) / page : end;
-	a /= page;
-	if (!s->before) {
-		advise(fd, a * page, b * page);
-		return;
-	}
-	for (p = a; p < b; p = q) {
-		while (p < b && bit(s, p))
-			p++;
-		for (q = p; q < b && !bit(s, q); q++)
-			;
-		advise(fd, p * page, q * page);
-	}
-}
-
-static void was_read(struct slot *s, int fd, int64_t off, int64_t n)
-{
-	int64_t to;
-
-	if (s->rlo < 0) {
-		s->rlo = off;
-		s->rdone = off / page * page;
-	} else if (off < s->rdone) {
-		/* Read again: not a read-once reader; what is cached stays. */
-		s->rstate = R_IGNORED;
-		return;
-	}
-	if (off + n > s->rhi)
-		s->rhi = off + n;
-	to = s->rhi / page * page;
-	if (to - s->rdone >= (int64_t)pl_conf.chunk) {
-		drop(s, fd, s->rdone, to);
-		s->rdone = to;
-	}
-}
-
-static void read_step(struct slot *s, int fd, const struct stat *st, int64_t off, int64_t n)
-{
-	(void)st;
-	if (s->rstate == R_READER) {
-		if (off < 0)
-			off = lseek(fd, 0, SEEK_CUR) - n;
-		if (off >= 0)
-			was_read(s, fd, off, n);
-	} else if (s->rstate == R_UNKNOWN) {
-		/* fd names a file whose first read was not seen. */
-		s->rstate = R_IGNORED;
-	}
-}
-
 /* The reader side is judged and not followed: nothing to do, no fstat. */
 static bool unfollowed(int fd)
 {
@@ -531,22 +374,14 @@ static bool unfollowed(int fd)
 void pl_read(int fd, int64_t off, ssize_t n)
 {
 	if (!skipped(fd) && !unfollowed(fd))
-		on_slot(fd, read_step, off, n);
-}
-
-static void finish_reader(struct slot *s, int fd)
-{
-	if (s->rstate == R_READER && s->rlo >= 0)
-		drop(s, fd, s->rdone, s->rsize);
-	forget_reader(s);
-	atomic_store_explicit(&s->rgen, 0, memory_order_relaxed);
+		on_slot(fd, pl_read_step, off, n);
 }
 
 static void finish(struct slot *s, int fd, const struct stat *st, int64_t off, int64_t n)
 {
 	(void)st, (void)off, (void)n;
 	finish_writer(s, fd);
-	finish_reader(s, fd);
+	pl_finish_reader(s, fd);
 }
 
 /* A slot with nothing to settle (a small file written, another process's
@@ -565,7 +400,7 @@ static bool forget_idle(int fd)
 	idle = s->gen != gen || (!s->paced && !s->big && !s->err && s->rstate != R_READER);
 	if (idle) {
 		e = errno;
-		forget_reader(s);
+		pl_forget_reader(s);
 		errno = e;
 		s->wstate = W_UNKNOWN;
 		s->wseen = 0;
@@ -599,7 +434,7 @@ static void in_child(void)
 	atomic_store(&st_files, 0);
 	atomic_store(&st_bytes, 0);
 	atomic_store(&st_peak, 0);
-	atomic_store(&st_dropped, 0);
+	atomic_store(&pl_dropped, 0);
 	atomic_store(&st_errors, 0);
 }
 
@@ -609,7 +444,7 @@ void pl_init(void)
 
 	if (!pl_parse(getenv("PSPLICE_EXEC"), &pl_conf))
 		return;
-	page = sysconf(_SC_PAGESIZE);
+	pl_page = sysconf(_SC_PAGESIZE);
 	m = mmap(NULL, PL_NSLOT * sizeof(struct slot), PROT_READ | PROT_WRITE,
 		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (m == MAP_FAILED || pthread_atfork(NULL, NULL, in_child) != 0) {
@@ -627,7 +462,7 @@ static void summary(void)
 	char msg[256];
 	int n;
 
-	if (!atomic_load(&st_files) && !atomic_load(&st_dropped) && !atomic_load(&st_errors))
+	if (!atomic_load(&st_files) && !atomic_load(&pl_dropped) && !atomic_load(&st_errors))
 		return;
 	n = snprintf(msg, sizeof(msg), "psplice exec: pid %d: paced %llu file%s, %llu MiB "
 		     "written, peak dirty+writeback %llu MiB; read-behind dropped %llu MiB; "
@@ -636,7 +471,7 @@ static void summary(void)
 		     atomic_load(&st_files) == 1 ? "" : "s",
 		     (unsigned long long)(atomic_load(&st_bytes) >> 20),
 		     (unsigned long long)(atomic_load(&st_peak) >> 20),
-		     (unsigned long long)(atomic_load(&st_dropped) >> 20),
+		     (unsigned long long)(atomic_load(&pl_dropped) >> 20),
 		     (unsigned long long)atomic_load(&st_errors),
 		     atomic_load(&st_errors) == 1 ? "" : "s");
 	if (n > 0)
