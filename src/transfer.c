@@ -342,11 +342,17 @@ static int nonblock_side(const struct call *c)
  * EIO). splice, sendfile and read/write report what they moved rather than
  * fail after moving it, so a failure of theirs moved nothing and the next
  * path may go on: a tty hung up by its reader, for one, answers splice with
- * EINVAL, and write(2) then tells the real error (EIO) or the end. */
+ * EINVAL, and write(2) then tells the real error (EIO) or the end.
+ * A suspicious 0 (next_err 0: the file seemed to have more) from a path
+ * that has moved bytes of this file in this call is no /proc file's 0: it
+ * is the end the path found, the file cut and written again since, as
+ * read(2) would have reported it. A later path may read on; if none does,
+ * the step ends there, with what the call moved. */
 static void step(struct call *c, int *at, bool *progress)
 {
 	uint64_t before = c->x.res->out_bytes;
 	int side, lack = 0;
+	bool ended = false;
 
 	/* A pair's pending bytes go first, and alone: only the output counts. */
 	if (c->x.hold && ps__held(c->x.hold)) {
@@ -373,10 +379,13 @@ static void step(struct call *c, int *at, bool *progress)
 				 ps__side_of(&c->x, c->x.next_err));
 			return;
 		}
+		if (progress[*at] && !c->x.next_err)
+			ended = true;
 		if (lacking(c->x.next_err))
 			lack = c->x.next_err;
 	}
-	none_applied(c, lack);
+	if (!ended)
+		none_applied(c, lack);
 }
 
 static void publish(const struct psplice_result *r, struct psplice_result *res)
