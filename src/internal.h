@@ -20,6 +20,9 @@
 /* A path returns this when it does not apply or the kernel said "not here":
  * nothing moved, the planner tries the next path. */
 #define PS_NEXT 1
+/* next_err when there is nothing to report: a range the path leaves to the
+ * next one (0 is a "suspicious 0" return, an errno the kernel's answer). */
+#define PS_NEXT_NONE (-1)
 
 enum ps_kind {
 	PS_K_FILE, PS_K_BLOCK, PS_K_PIPE, PS_K_TCP, PS_K_UNIX, PS_K_SOCK,
@@ -71,7 +74,8 @@ struct ps_xfer {
 	unsigned int flags;
 	bool retry_eintr;           /* psplice_copy: retry EINTR, never park for it */
 	int next_err;               /* with PS_NEXT: the errno that said "not here",
-	                               0 for a suspicious 0 return */
+	                               0 for a suspicious 0 return, or
+	                               PS_NEXT_NONE */
 	struct psplice_result *res; /* the path adds to in_bytes/out_bytes */
 	struct ps_hold *hold;       /* a pair's: undelivered bytes wait there,
 	                               not parked; NULL for a one-shot call */

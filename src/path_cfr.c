@@ -45,7 +45,7 @@ int ps__path_cfr(struct ps_xfer *x)
 		 * tail. Not a failure after progress, however far the copy
 		 * got: the next path reads it. */
 		if (n == -EINVAL && (ps__fl(x->in) & O_DIRECT))
-			return ps__next(x, 0);
+			return ps__next(x, PS_NEXT_NONE);
 		if (fall_back((int)-n))
 			return ps__next(x, (int)-n);
 		ps__fail(x, (int)-n, ps__side_of(x, (int)-n));

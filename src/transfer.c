@@ -373,7 +373,7 @@ static void step(struct call *c, int *at, bool *progress)
 				progress[*at] = true;
 			return;
 		}
-		if (progress[*at] && c->x.next_err &&
+		if (progress[*at] && c->x.next_err > 0 &&
 		    c->plan->method[*at] == PSPLICE_METHOD_COPY_FILE_RANGE) {
 			ps__fail(&c->x, c->x.next_err,
 				 ps__side_of(&c->x, c->x.next_err));

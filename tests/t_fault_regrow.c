@@ -11,7 +11,14 @@
  * have reported it (psplice(3), "A file that changes during a copy"):
  * with PSPLICE_F_ONLY the copy ends there with success, CUT bytes, the
  * input's position or offset just past them. Without it the next
- * mechanism reads on (read(2) is not cut) and the copy takes all S. */
+ * mechanism reads on (read(2) is not cut) and the copy takes all S.
+ *
+ * Not every "not here" after progress is the end: copy_file_range refuses
+ * an O_DIRECT input's short last block (EINVAL) and leaves it to the next
+ * mechanism. The hook makes the first call stop at the last whole block,
+ * so that the refusal comes after progress: with PSPLICE_F_ONLY it is
+ * EOPNOTSUPP with the whole blocks moved, never a copy that ends short as
+ * if the file ended there. */
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -28,6 +35,8 @@
 
 static int src = -1;  /* the armed source, or -1 */
 static unsigned long cuts;
+static int split = -1; /* the source whose next copy_file_range stops short */
+static long split_len;
 
 static long real_syscall(long nr, long a, long b, long c, long d, long e, long f)
 {
@@ -80,6 +89,11 @@ long syscall(long nr, ...)
 	for (int i = 0; i < 6; i++)
 		a[i] = va_arg(ap, long);
 	va_end(ap);
+	if (nr == SYS_copy_file_range && a[0] == split && split >= 0) {
+		split = -1;
+		if (a[4] > split_len)
+			a[4] = split_len;
+	}
 	if (nr == SYS_copy_file_range)
 		return cut_call((int)a[0], nr, a[0], a[1], a[2], a[3], a[4], a[5]);
 	return real_syscall(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
@@ -169,9 +183,37 @@ static void one(const struct way *w, bool positional)
 	close(in);
 }
 
+/* An O_DIRECT input of three blocks and a bit, its first call stopped at
+ * the last whole block. */
+static void odirect_tail(unsigned int flags, int err, uint64_t want)
+{
+	const uint64_t size = 3 * 4096 + 100, whole = 3 * 4096;
+	int fd = t_make_file(t_path("dsrc"), size, SEED), in, out;
+	struct psplice_result r;
+
+	T_OK(fsync(fd));
+	close(fd);
+	in = open(t_path("dsrc"), O_RDONLY | O_DIRECT | O_CLOEXEC);
+	T_SKIP_IF(in < 0 && errno == EINVAL, "no O_DIRECT on this filesystem");
+	T_OK(in);
+	out = open(t_path("ddst"), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	T_OK(out);
+	split = in;
+	split_len = (long)whole;
+	T_EQ(psplice_copy(in, NULL, out, NULL, PSPLICE_TO_EOF, flags, &r), err ? -1 : 0);
+	T_EQ(split, -1);
+	T_RESULT(r, err, PSPLICE_SIDE_NONE, want, want);
+	T_EQ(t_pos(in), (int64_t)want);
+	T_ASSERT(t_check_fd(out, 0, want, SEED, 0));
+	close(in);
+	close(out);
+}
+
 int main(int argc, char **argv)
 {
 	t_dir(argc, argv);
+	odirect_tail(PSPLICE_F_ONLY(PSPLICE_METHOD_COPY_FILE_RANGE), EOPNOTSUPP, 3 * 4096);
+	odirect_tail(0, 0, 3 * 4096 + 100);
 	for (size_t i = 0; i < sizeof(ways) / sizeof(ways[0]); i++) {
 		one(&ways[i], false);
 		one(&ways[i], true);
