@@ -103,11 +103,6 @@ static int pipe_to_memory(struct ps_hold *h)
 	return got == n ? 0 : -EIO;
 }
 
-static bool not_here(ssize_t n)
-{
-	return n == -EINVAL || n == -ENOSYS || n == -EOPNOTSUPP;
-}
-
 static void from_pipe(struct ps_xfer *x, struct ps_hold *h)
 {
 	int64_t oo = x->off_out ? *x->off_out : 0;
@@ -120,7 +115,7 @@ static void from_pipe(struct ps_xfer *x, struct ps_hold *h)
 			      n - moved, ps__splice_flags(x));
 		if (m == -EINTR && x->retry_eintr)
 			continue;
-		if (m < 0 && moved == 0 && not_here(m)) {
+		if (m < 0 && moved == 0 && ps__splice_refused(m)) {
 			/* Kept pending, for the caller to take. */
 			if (x->flags & PSPLICE_F_NOFALLBACK) {
 				ps__fail(x, EOPNOTSUPP, PSPLICE_SIDE_OUT);

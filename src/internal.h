@@ -17,9 +17,36 @@
 /* The most one syscall moves (the kernel's MAX_RW_COUNT, page aligned). */
 #define PS_MAX_CHUNK ((size_t)0x7ffff000)
 
-/* A path returns this when it does not apply or the kernel said "not here":
- * nothing moved, the planner tries the next path. */
-#define PS_NEXT 1
+/* What a path returns, the one convention of every path:
+ *   n >= 0            it ran: n bytes delivered (0: the end of input);
+ *                     x->res holds the counts
+ *   -errno            it failed: the error and its side are in x->res
+ *                     (ps__fail), with what moved before it
+ *   ps_not_here(why)  nothing moved; the planner tries the next path. why
+ *                     is the errno that said "not here", PS_WHY_NONE when
+ *                     there is nothing to report (a range the path leaves
+ *                     to the next), or PS_WHY_ZERO: the call returned 0
+ *                     where the file seemed to have more (/proc and sysfs
+ *                     files, or a file cut and grown again since).
+ * -errno never reaches PS_NOT_HERE_BASE. */
+#define PS_NOT_HERE_BASE 8192
+#define PS_WHY_NONE 0
+#define PS_WHY_ZERO (-1)
+
+static inline ssize_t ps_not_here(int why)
+{
+	return -(PS_NOT_HERE_BASE + 1 + why);
+}
+
+static inline bool ps_is_not_here(ssize_t r)
+{
+	return r <= -PS_NOT_HERE_BASE;
+}
+
+static inline int ps_why_not_here(ssize_t r)
+{
+	return (int)(-r - PS_NOT_HERE_BASE - 1);
+}
 
 enum ps_kind {
 	PS_K_FILE, PS_K_BLOCK, PS_K_PIPE, PS_K_TCP, PS_K_UNIX, PS_K_SOCK,
@@ -70,8 +97,6 @@ struct ps_xfer {
 	size_t len;                 /* > 0, <= PS_MAX_CHUNK */
 	unsigned int flags;
 	bool retry_eintr;           /* psplice_copy: retry EINTR, never park for it */
-	int next_err;               /* with PS_NEXT: the errno that said "not here",
-	                               0 for a suspicious 0 return */
 	struct psplice_result *res; /* the path adds to in_bytes/out_bytes */
 	struct ps_hold *hold;       /* a pair's: undelivered bytes wait there,
 	                               not parked; NULL for a one-shot call */
@@ -101,22 +126,27 @@ static inline bool ps_known_append(const struct ps_endpoint *ep)
 PS_HIDDEN int64_t ps__size_now(int fd, int kind);
 PS_HIDDEN int64_t ps__size(const struct ps_endpoint *ep);
 
-PS_HIDDEN int ps__path_clone(struct ps_xfer *x);
-PS_HIDDEN int ps__path_cfr(struct ps_xfer *x);
-PS_HIDDEN int ps__path_sendfile(struct ps_xfer *x);
-PS_HIDDEN int ps__path_splice(struct ps_xfer *x);
-PS_HIDDEN int ps__path_splice_pipe(struct ps_xfer *x);
-PS_HIDDEN int ps__path_readwrite(struct ps_xfer *x);
+/* The paths (path_*.c), one per mechanism, each returning as above. */
+PS_HIDDEN ssize_t ps__path_clone(struct ps_xfer *x);
+PS_HIDDEN ssize_t ps__path_cfr(struct ps_xfer *x);
+PS_HIDDEN ssize_t ps__path_sendfile(struct ps_xfer *x);
+PS_HIDDEN ssize_t ps__path_splice(struct ps_xfer *x);
+PS_HIDDEN ssize_t ps__path_splice_pipe(struct ps_xfer *x);
+PS_HIDDEN ssize_t ps__path_readwrite(struct ps_xfer *x);
+/* splice(2) refused the pair before a byte moved (path_splice.c): the
+ * internal pipe, a pair's and a tee's pending bytes fall back on it too. */
+PS_HIDDEN bool ps__splice_refused(ssize_t r);
 
-/* Shared by the paths (transfer.c). */
-PS_HIDDEN void ps__fail(struct ps_xfer *x, int err, int side);
+/* Shared by the paths (accounting.c). ps__fail returns the step's error as
+ * -errno, and ps__ran n, or that error if a helper recorded one. */
+PS_HIDDEN int ps__fail(struct ps_xfer *x, int err, int side);
+PS_HIDDEN ssize_t ps__ran(const struct ps_xfer *x, size_t n);
 PS_HIDDEN int ps__side_of(const struct ps_xfer *x, int err);
 PS_HIDDEN int ps__blocked_side(const struct ps_xfer *x);
 PS_HIDDEN void ps__advance(int64_t *off, uint64_t n);
 PS_HIDDEN bool ps__at_eof(const struct ps_xfer *x);
 PS_HIDDEN bool ps__input_ended(const struct ps_xfer *x);
 PS_HIDDEN bool ps__ended_anyway(struct ps_xfer *x, int err);
-PS_HIDDEN int ps__next(struct ps_xfer *x, int err);
 PS_HIDDEN void ps__moved(struct ps_xfer *x, uint64_t in, uint64_t out, int method);
 PS_HIDDEN unsigned int ps__splice_flags(const struct ps_xfer *x);
 PS_HIDDEN int ps__give_back(struct ps_xfer *x, const void *buf, size_t n);
@@ -144,7 +174,10 @@ PS_HIDDEN size_t ps__hold_take(struct ps_hold *h, void *buf, size_t len);
 PS_HIDDEN void ps__hold_release(struct ps_hold *h);
 
 /* The pipe pool (pipepool.c): a pipe per thread, lent to a move; a pipe a
- * pair keeps while it holds bytes, within a budget; empty pipes for reuse. */
+ * pair keeps while it holds bytes, within a budget; empty pipes for reuse;
+ * and how a pipe is grown (ps__pipe_grow: as far as the limits allow, never
+ * shrunk; returns its size). */
+PS_HIDDEN size_t ps__pipe_grow(int fd, size_t want);
 PS_HIDDEN int ps__pipe_get(struct ps_pipe **p);
 PS_HIDDEN void ps__pipe_put(struct ps_pipe *p, bool dirty);
 PS_HIDDEN struct ps_pipe *ps__pipe_keep(struct ps_pipe *p, bool always);

@@ -11,8 +11,11 @@ static atomic_bool cfr_missing; /* ENOSYS once: never ask again */
 
 /* Errnos that mean "not for this pair", after which another path may try:
  * cross-filesystem (EXDEV), not supported here, or a seccomp filter that
- * answers EPERM instead of ENOSYS; NFS and CIFS answer EIO or EINVAL. */
-static bool fall_back(int err)
+ * answers EPERM instead of ENOSYS; NFS and CIFS answer EIO or EINVAL. After
+ * the call has moved bytes they are fatal all the same (the dispatch table
+ * says so): a failed call may have written bytes before it failed
+ * (EOVERFLOW, NFS's EIO). */
+static bool cfr_falls_back(int err)
 {
 	switch (err) {
 	case EXDEV: case EINVAL: case EOPNOTSUPP: case ENOSYS: case EPERM:
@@ -22,7 +25,7 @@ static bool fall_back(int err)
 	return false;
 }
 
-int ps__path_cfr(struct ps_xfer *x)
+ssize_t ps__path_cfr(struct ps_xfer *x)
 {
 	int64_t oi = x->off_in ? *x->off_in : 0, oo = x->off_out ? *x->off_out : 0;
 	size_t len = x->len < PS_MAX_CHUNK ? x->len : PS_MAX_CHUNK;
@@ -31,9 +34,9 @@ int ps__path_cfr(struct ps_xfer *x)
 	/* copy_file_range refuses an O_APPEND output (EBADF), as does every
 	 * kernel path after it: asking once spares them all. */
 	if (x->in->kind != PS_K_FILE || x->out->kind != PS_K_FILE || ps__append(x->out))
-		return ps__next(x, EINVAL);
+		return ps_not_here(EINVAL);
 	if (atomic_load_explicit(&cfr_missing, memory_order_relaxed))
-		return ps__next(x, ENOSYS);
+		return ps_not_here(ENOSYS);
 	n = ps_copy_file_range(x->in->fd, x->off_in ? &oi : NULL, x->out->fd,
 			       x->off_out ? &oo : NULL, len);
 	if (n < 0) {
@@ -45,16 +48,15 @@ int ps__path_cfr(struct ps_xfer *x)
 		 * tail. Not a failure after progress, however far the copy
 		 * got: the next path reads it. */
 		if (n == -EINVAL && (ps__fl(x->in) & O_DIRECT))
-			return ps__next(x, 0);
-		if (fall_back((int)-n))
-			return ps__next(x, (int)-n);
-		ps__fail(x, (int)-n, ps__side_of(x, (int)-n));
-		return 0;
+			return ps_not_here(PS_WHY_NONE);
+		if (cfr_falls_back((int)-n))
+			return ps_not_here((int)-n);
+		return ps__fail(x, (int)-n, ps__side_of(x, (int)-n));
 	}
 	if (n == 0)
-		return ps__at_eof(x) ? 0 : ps__next(x, 0);
+		return ps__at_eof(x) ? 0 : ps_not_here(PS_WHY_ZERO);
 	ps__moved(x, (uint64_t)n, (uint64_t)n, PSPLICE_METHOD_COPY_FILE_RANGE);
 	ps__advance(x->off_in, (uint64_t)n);
 	ps__advance(x->off_out, (uint64_t)n);
-	return 0;
+	return n;
 }

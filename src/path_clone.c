@@ -16,10 +16,15 @@ static int64_t pos_of(int fd, const int64_t *off)
 	return off ? *off : ps_lseek(fd, 0, SEEK_CUR);
 }
 
-static bool not_here(int r)
+/* Errnos that mean "no sharing for this pair": the next path copies. */
+static bool clone_falls_back(int err)
 {
-	return r == -EOPNOTSUPP || r == -EXDEV || r == -EINVAL || r == -ENOTTY ||
-	       r == -ENOSYS || r == -EPERM || r == -EBADF || r == -ETXTBSY;
+	switch (err) {
+	case EOPNOTSUPP: case EXDEV: case EINVAL: case ENOTTY: case ENOSYS:
+	case EPERM: case EBADF: case ETXTBSY:
+		return true;
+	}
+	return false;
 }
 
 /* The input's size and block size now. */
@@ -68,12 +73,12 @@ static int64_t clone_range(const struct ps_xfer *x, int64_t si, int64_t so, int6
 }
 
 /* The counts say what was shared, never what the sizes said before. */
-int ps__path_clone(struct ps_xfer *x)
+ssize_t ps__path_clone(struct ps_xfer *x)
 {
 	int64_t si, so, size, n;
 
 	if (x->in->kind != PS_K_FILE || x->out->kind != PS_K_FILE || ps__append(x->out))
-		return ps__next(x, EOPNOTSUPP);
+		return ps_not_here(EOPNOTSUPP);
 	si = pos_of(x->in->fd, x->off_in);
 	so = pos_of(x->out->fd, x->off_out);
 	/* The size when the call began: a copy ends once it has shared that
@@ -81,19 +86,16 @@ int ps__path_clone(struct ps_xfer *x)
 	 * little past it), rather than chase a writer's appends. */
 	size = ps__size(x->in);
 	if (si < 0 || so < 0)
-		return ps__next(x, EOPNOTSUPP);
+		return ps_not_here(EOPNOTSUPP);
 	/* An empty file, or the end of one, has nothing to share: the end. */
 	if ((size > 0 && si >= size) || (size <= 0 && ps__at_eof(x)))
 		return 0;
 	if (size <= 0)
-		return ps__next(x, EOPNOTSUPP);
+		return ps_not_here(EOPNOTSUPP);
 	n = clone_range(x, si, so, size);
-	if (n < 0) {
-		if (not_here((int)n))
-			return ps__next(x, (int)-n);
-		ps__fail(x, (int)-n, ps__side_of(x, (int)-n));
-		return 0;
-	}
+	if (n < 0)
+		return clone_falls_back((int)-n) ? ps_not_here((int)-n) :
+		       ps__fail(x, (int)-n, ps__side_of(x, (int)-n));
 	ps__moved(x, (uint64_t)n, (uint64_t)n, PSPLICE_METHOD_CLONE);
 	if (x->off_in)
 		*x->off_in = si + n;
@@ -103,5 +105,5 @@ int ps__path_clone(struct ps_xfer *x)
 		*x->off_out = so + n;
 	else
 		(void)ps_lseek(x->out->fd, so + n, SEEK_SET);
-	return 0;
+	return n;
 }

@@ -5,6 +5,13 @@
 #include "internal.h"
 #include "sys.h"
 
+/* splice(2) takes no such pair (an fd without splice support, an O_APPEND
+ * output): refused before a byte moves, the next path may try. */
+bool ps__splice_refused(ssize_t r)
+{
+	return r == -EINVAL || r == -ENOSYS || r == -EOPNOTSUPP;
+}
+
 static int side_of(const struct ps_xfer *x, int err)
 {
 	if (err == EAGAIN || err == EINTR)
@@ -44,18 +51,18 @@ static int wait_input(const struct ps_xfer *x)
 	return ps_ret(poll(p, 2, -1)) == -EINTR ? -EINTR : 0;
 }
 
-int ps__path_splice(struct ps_xfer *x)
+ssize_t ps__path_splice(struct ps_xfer *x)
 {
 	int64_t oi = x->off_in ? *x->off_in : 0, oo = x->off_out ? *x->off_out : 0;
 	size_t len = x->len < PS_MAX_CHUNK ? x->len : PS_MAX_CHUNK;
 	ssize_t n;
 
 	if (x->in->kind != PS_K_PIPE && x->out->kind != PS_K_PIPE)
-		return ps__next(x, EINVAL);
+		return ps_not_here(EINVAL);
 	/* splice refuses an O_APPEND output itself (EINVAL, before a byte
 	 * moves), unless it is a pipe: ask only if the flags are known. */
 	if (x->out->kind != PS_K_PIPE && ps_known_append(x->out))
-		return ps__next(x, EINVAL);
+		return ps_not_here(EINVAL);
 	for (;;) {
 		n = wait_input(x);
 		if (!n)
@@ -65,17 +72,16 @@ int ps__path_splice(struct ps_xfer *x)
 			break;
 	}
 	if (n < 0) {
-		if (n == -EINVAL || n == -ENOSYS || n == -EOPNOTSUPP)
-			return ps__next(x, (int)-n);
+		if (ps__splice_refused(n))
+			return ps_not_here((int)-n);
 		if (ps__ended_anyway(x, (int)-n))
 			return 0;
-		ps__fail(x, (int)-n, side_of(x, (int)-n));
-		return 0;
+		return ps__fail(x, (int)-n, side_of(x, (int)-n));
 	}
 	if (n == 0 && x->in->seekable && !ps__at_eof(x))
-		return ps__next(x, 0);
+		return ps_not_here(PS_WHY_ZERO);
 	ps__moved(x, (uint64_t)n, (uint64_t)n, PSPLICE_METHOD_SPLICE);
 	ps__advance(x->off_in, (uint64_t)n);
 	ps__advance(x->off_out, (uint64_t)n);
-	return 0;
+	return n;
 }

@@ -6,11 +6,6 @@
 #include "internal.h"
 #include "sys.h"
 
-static bool not_here(ssize_t n)
-{
-	return n == -EINVAL || n == -ENOSYS || n == -EOPNOTSUPP;
-}
-
 /* Read the n bytes left in the pipe into a buffer: they are handed back
  * (parked, or discarded after rewinding a seekable input) or written out by
  * write(2). The pipe holds exactly those bytes, so the reads do not wait. */
@@ -70,7 +65,7 @@ static size_t pipe_out(struct ps_xfer *x, struct ps_pipe *p, size_t n,
 			      n - moved, ps__splice_flags(x));
 		if (m == -EINTR && x->retry_eintr)
 			continue;
-		if (m < 0 && moved == 0 && not_here(m))
+		if (m < 0 && moved == 0 && ps__splice_refused(m))
 			return write_through(x, p, n, left, oo);
 		if (m <= 0) {
 			ps__fail(x, m ? (int)-m : EIO, PSPLICE_SIDE_OUT);
@@ -83,7 +78,25 @@ static size_t pipe_out(struct ps_xfer *x, struct ps_pipe *p, size_t n,
 	return moved;
 }
 
-int ps__path_splice_pipe(struct ps_xfer *x)
+/* The output took less than the pipe held: a pair keeps the pipe, and its
+ * next move splices the rest out; otherwise the rest is given back. A pipe
+ * that could not be drained is dropped, not reused. */
+static ssize_t rest_back(struct ps_xfer *x, struct ps_pipe *p, unsigned char *left,
+			 size_t rest, size_t moved)
+{
+	if (!left && ps__hold_pipe(x, p, rest))
+		return ps__ran(x, moved);
+	if (!left)
+		left = drain(p, rest);
+	if (!left || ps__give_back(x, left, rest) < 0) {
+		ps__pipe_put(p, true);
+		return ps__fail(x, EIO, PSPLICE_SIDE_NONE);
+	}
+	ps__pipe_put(p, false);
+	return ps__ran(x, moved);
+}
+
+ssize_t ps__path_splice_pipe(struct ps_xfer *x)
 {
 	int64_t oi = x->off_in ? *x->off_in : 0, oo = x->off_out ? *x->off_out : 0;
 	unsigned char *left = NULL;
@@ -93,44 +106,31 @@ int ps__path_splice_pipe(struct ps_xfer *x)
 	int r;
 
 	if (x->in->kind == PS_K_PIPE || x->out->kind == PS_K_PIPE || ps__append(x->out))
-		return ps__next(x, EINVAL);
+		return ps_not_here(EINVAL);
 	/* The bytes are taken before the output is written: an output no
 	 * write can reach is refused first, not met with bytes in hand. */
-	if (!ps__writable(x->out)) {
-		ps__fail(x, EBADF, PSPLICE_SIDE_OUT);
-		return 0;
-	}
+	if (!ps__writable(x->out))
+		return ps__fail(x, EBADF, PSPLICE_SIDE_OUT);
 	r = ps__pipe_get(&p);
 	if (r < 0)
-		return ps__next(x, -r);
+		return ps_not_here(-r);
 	len = x->len < p->size ? x->len : p->size;
 	n = ps_splice(x->in->fd, x->off_in ? &oi : NULL, p->w, NULL, len,
 		      ps__splice_flags(x) & ~PSPLICE_F_MORE);
 	if (n < 0 || (n == 0 && x->in->seekable && !ps__at_eof(x))) {
 		ps__pipe_put(p, false);
-		if (n == 0 || not_here(n))
-			return ps__next(x, (int)-n);
-		ps__fail(x, (int)-n, PSPLICE_SIDE_IN);
-		return 0;
+		if (n == 0)
+			return ps_not_here(PS_WHY_ZERO);
+		return ps__splice_refused(n) ? ps_not_here((int)-n) :
+		       ps__fail(x, (int)-n, PSPLICE_SIDE_IN);
 	}
 	x->res->in_bytes += (uint64_t)n;
 	moved = pipe_out(x, p, (size_t)n, &left, &oo);
 	ps__advance(x->off_in, moved);
 	if (x->off_out)
 		*x->off_out = oo;
-	if (moved < (size_t)n) {
-		/* A pair keeps the pipe: its next move splices them out. */
-		if (!left && ps__hold_pipe(x, p, (size_t)n - moved))
-			return 0;
-		if (!left)
-			left = drain(p, (size_t)n - moved);
-		/* A pipe that could not be drained is dropped, not reused. */
-		if (!left || ps__give_back(x, left, (size_t)n - moved) < 0) {
-			ps__pipe_put(p, true);
-			ps__fail(x, EIO, PSPLICE_SIDE_NONE);
-			return 0;
-		}
-	}
+	if (moved < (size_t)n)
+		return rest_back(x, p, left, (size_t)n - moved, moved);
 	ps__pipe_put(p, false);
-	return 0;
+	return ps__ran(x, moved);
 }

@@ -142,9 +142,25 @@ struct psplice_result *ps__last(void)
 	return &tls_get()->last;
 }
 
+/* Grow pipe fd to want bytes where the limits allow, never shrink it, and
+ * return its size: past fs.pipe-max-size or the user's pipe pages
+ * (pipe-user-pages-soft) the kernel says EPERM, which is no error here: the
+ * pipe keeps the size it has. */
+size_t ps__pipe_grow(int fd, size_t want)
+{
+	int sz = fcntl(fd, F_GETPIPE_SZ), r;
+
+	if (sz >= 0 && (size_t)sz < want) {
+		r = fcntl(fd, F_SETPIPE_SZ, (int)want);
+		if (r > 0)
+			sz = r;
+	}
+	return sz > 0 ? (size_t)sz : 4096;
+}
+
 static int pipe_new(struct ps_pipe *p)
 {
-	int fds[2], sz;
+	int fds[2], err;
 
 	/* Only the read end is non-blocking, so that draining a pipe never
 	 * waits. splice(2) into a pipe whose write end is O_NONBLOCK acts as
@@ -155,16 +171,12 @@ static int pipe_new(struct ps_pipe *p)
 	p->r = fds[0];
 	p->w = fds[1];
 	if (fcntl(p->r, F_SETFL, O_NONBLOCK) < 0) {
-		sz = -errno;
+		err = -errno;
 		close(p->r);
 		close(p->w);
-		return sz;
+		return err;
 	}
-	/* EPERM past pipe-user-pages-soft is not an error: keep the default. */
-	sz = fcntl(p->w, F_SETPIPE_SZ, PS_PIPE_SIZE);
-	if (sz < 0)
-		sz = fcntl(p->w, F_GETPIPE_SZ);
-	p->size = sz > 0 ? (size_t)sz : 4096;
+	p->size = ps__pipe_grow(p->w, PS_PIPE_SIZE);
 	return 0;
 }
 

@@ -120,18 +120,69 @@ static void finish(struct step *st, bool *took)
 			fail_step(st, EAGAIN, PSPLICE_SIDE_OUT);
 }
 
-static void step(struct psplice_tee *t, size_t len, unsigned int flags, bool retry,
-		 struct psplice_result *res, struct psplice_result *last)
+/* The step's bytes to every live sink: the internal pipe the input is
+ * spliced into and the thread's pipe first, then the step's size, then the
+ * serving (tee_serve.c). */
+static void serve_step(struct step *st, bool *took)
+{
+	struct psplice_tee *t = st->t;
+	int err;
+
+	/* The internal pipe first: the thread's pipe is lent after it. */
+	if (!t->rw && t->in.kind != PS_K_PIPE && !t->src)
+		t->src = ps__tee_get_src(t->flags & PSPLICE_F_NOFALLBACK);
+	if (!t->rw && ps__pipe_get(&st->tp) < 0)
+		st->tp = NULL;
+	st->mem_only = t->rw || !st->tp || (t->in.kind != PS_K_PIPE && !t->src);
+	if (st->mem_only && (t->flags & PSPLICE_F_NOFALLBACK)) {
+		fail_step(st, t->rw ? EOPNOTSUPP : ENFILE, PSPLICE_SIDE_NONE);
+		goto put;
+	}
+	if (st->len > (st->mem_only ? TEE_RW_STEP : st->tp->size))
+		st->len = st->mem_only ? TEE_RW_STEP : st->tp->size;
+	if (t->src && st->len > t->src->size)
+		st->len = t->src->size;
+	for (size_t i = 0; i < t->n; i++)
+		took[i] = ps_tee_live(&t->sink[i]);
+	st->side = PSPLICE_SIDE_IN;
+	err = ps__tee_serve(st);
+	if (err < 0)
+		fail_step(st, -err, st->side);
+put:
+	if (st->tp)
+		ps__pipe_put(st->tp, !ps__tee_pipe_empty(st->tp));
+	finish(st, took);
+}
+
+/* A sink that is out says so in every step; SIGPIPE put back as it was. */
+static void report_sinks(struct psplice_tee *t, struct psplice_result *res,
+			 struct ps_sigguard *g)
+{
+	bool raised = false;
+	size_t i;
+
+	for (i = 0; i < t->n; i++)
+		if (t->sink[i].error && !res[i].error) {
+			res[i].error = t->sink[i].error;
+			res[i].side = PSPLICE_SIDE_OUT;
+		}
+	for (i = 0; i < t->n; i++)
+		if (res[i].error || (ps_is_socket(t->sink[i].ep.kind) &&
+				     ps__held(&t->sink[i].hold)))
+			raised = true;
+	guard_off(t, g, raised);
+}
+
+static void tee_step(struct psplice_tee *t, size_t len, unsigned int flags, bool retry,
+		     struct psplice_result *res, struct psplice_result *last)
 {
 	struct step st = { .t = t, .flags = t->flags | flags, .retry = retry,
 			   .fd = t->in.fd, .last = last, .side = PSPLICE_SIDE_IN };
-	bool took[PSPLICE_TEE_MAX] = { false }, raised = false;
+	bool took[PSPLICE_TEE_MAX] = { false };
 	const struct sink *out;
 	struct ps_sigguard g;
-	size_t i;
-	int err;
 
-	for (i = 0; i < t->n; i++) {
+	for (size_t i = 0; i < t->n; i++) {
 		res[i] = (struct psplice_result){ 0 };
 		t->sink[i].res = &res[i];
 	}
@@ -143,44 +194,10 @@ static void step(struct psplice_tee *t, size_t len, unsigned int flags, bool ret
 		fail_step(&st, out->error, PSPLICE_SIDE_OUT);
 		goto out;
 	}
-	if (t->ended)
-		goto out;
-	/* The internal pipe first: the thread's pipe is lent after it. */
-	if (!t->rw && t->in.kind != PS_K_PIPE && !t->src)
-		t->src = ps__tee_get_src(t->flags & PSPLICE_F_NOFALLBACK);
-	if (!t->rw && ps__pipe_get(&st.tp) < 0)
-		st.tp = NULL;
-	st.mem_only = t->rw || !st.tp || (t->in.kind != PS_K_PIPE && !t->src);
-	if (st.mem_only && (t->flags & PSPLICE_F_NOFALLBACK)) {
-		fail_step(&st, t->rw ? EOPNOTSUPP : ENFILE, PSPLICE_SIDE_NONE);
-		goto put;
-	}
-	if (st.len > (st.mem_only ? TEE_RW_STEP : st.tp->size))
-		st.len = st.mem_only ? TEE_RW_STEP : st.tp->size;
-	if (t->src && st.len > t->src->size)
-		st.len = t->src->size;
-	for (i = 0; i < t->n; i++)
-		took[i] = ps_tee_live(&t->sink[i]);
-	st.side = PSPLICE_SIDE_IN;
-	err = ps__tee_serve(&st);
-	if (err < 0)
-		fail_step(&st, -err, st.side);
-put:
-	if (st.tp)
-		ps__pipe_put(st.tp, !ps__tee_pipe_empty(st.tp));
-	finish(&st, took);
+	if (!t->ended)
+		serve_step(&st, took);
 out:
-	/* A sink that is out says so in every step. */
-	for (i = 0; i < t->n; i++)
-		if (t->sink[i].error && !res[i].error) {
-			res[i].error = t->sink[i].error;
-			res[i].side = PSPLICE_SIDE_OUT;
-		}
-	for (i = 0; i < t->n; i++)
-		if (res[i].error || (ps_is_socket(t->sink[i].ep.kind) &&
-				     ps__held(&t->sink[i].hold)))
-			raised = true;
-	guard_off(t, &g, raised);
+	report_sinks(t, res, &g);
 }
 
 /* ---- the public calls ---- */
@@ -272,15 +289,25 @@ static void publish(const struct psplice_result *r)
 		errno = r->error;
 }
 
+/* A move or copy on a tee: refused, or the tee locked for it. */
+static bool tee_enter(struct psplice_tee *t, unsigned int flags)
+{
+	if (!t || (flags & ~TEE_CALL_FLAGS)) {
+		refuse(EINVAL, PSPLICE_SIDE_NONE);
+		return false;
+	}
+	pthread_mutex_lock(&t->lock);
+	return true;
+}
+
 ssize_t psplice_tee_move(struct psplice_tee *t, size_t len, unsigned int flags,
 			 struct psplice_result *res)
 {
 	struct psplice_result last = { 0 };
 
-	if (!t || (flags & ~TEE_CALL_FLAGS))
-		return refuse(EINVAL, PSPLICE_SIDE_NONE);
-	pthread_mutex_lock(&t->lock);
-	step(t, len, flags, false, res ? res : t->step_res, &last);
+	if (!tee_enter(t, flags))
+		return -1;
+	tee_step(t, len, flags, false, res ? res : t->step_res, &last);
 	pthread_mutex_unlock(&t->lock);
 	publish(&last);
 	return last.error ? -1 : (ssize_t)last.in_bytes;
@@ -300,8 +327,8 @@ static void add_step(struct psplice_result *total, const struct psplice_result *
 	}
 }
 
-static void copy(struct psplice_tee *t, uint64_t len, unsigned int flags,
-		 struct psplice_result *total, struct psplice_result *last)
+static void tee_copy(struct psplice_tee *t, uint64_t len, unsigned int flags,
+		     struct psplice_result *total, struct psplice_result *last)
 {
 	struct psplice_result r;
 	uint64_t taken = 0;
@@ -310,8 +337,8 @@ static void copy(struct psplice_tee *t, uint64_t len, unsigned int flags,
 	memset(total, 0, t->n * sizeof(*total));
 	while (len == PSPLICE_TO_EOF || taken < len) {
 		r = (struct psplice_result){ 0 };
-		step(t, len - taken > SIZE_MAX ? SIZE_MAX : (size_t)(len - taken), flags,
-		     true, t->step_res, &r);
+		tee_step(t, len - taken > SIZE_MAX ? SIZE_MAX : (size_t)(len - taken), flags,
+			 true, t->step_res, &r);
 		add_step(total, t->step_res, t->n);
 		taken += r.in_bytes;
 		if (r.error || !r.in_bytes) {
@@ -339,10 +366,9 @@ int psplice_tee_copy(struct psplice_tee *t, uint64_t len, unsigned int flags,
 {
 	struct psplice_result last = { 0 };
 
-	if (!t || (flags & ~TEE_CALL_FLAGS))
-		return refuse(EINVAL, PSPLICE_SIDE_NONE);
-	pthread_mutex_lock(&t->lock);
-	copy(t, len, flags, res ? res : t->total_res, &last);
+	if (!tee_enter(t, flags))
+		return -1;
+	tee_copy(t, len, flags, res ? res : t->total_res, &last);
 	pthread_mutex_unlock(&t->lock);
 	publish(&last);
 	return last.error ? -1 : 0;

@@ -11,11 +11,6 @@
 #include "sys.h"
 #include "tee.h"
 
-static bool not_here(ssize_t n)
-{
-	return n == -EINVAL || n == -ENOSYS || n == -EOPNOTSUPP;
-}
-
 static struct ps_xfer sink_x(const struct step *st, struct sink *s, size_t len)
 {
 	return (struct ps_xfer){ .in = &st->t->in, .out = &s->ep, .len = len,
@@ -242,7 +237,7 @@ static int serve_move(struct step *st, struct sink *s)
 			if (!m)
 				return 0;
 		}
-		if (m < 0 && !moved && not_here(m)) {
+		if (m < 0 && !moved && ps__splice_refused(m)) {
 			s->nosplice = true;
 			break;
 		}
@@ -297,7 +292,7 @@ static int fill_src(struct step *st)
 			      st->flags & PSPLICE_F_NONBLOCK);
 	while (r == -EINTR && st->retry);
 	/* procfs and sysfs files splice nothing and still have content. */
-	if (not_here(r) || (!r && st->t->in.seekable && !ps__input_ended(&x))) {
+	if (ps__splice_refused(r) || (!r && st->t->in.seekable && !ps__input_ended(&x))) {
 		if (st->flags & PSPLICE_F_NOFALLBACK)
 			return -EOPNOTSUPP;
 		st->t->rw = st->mem_only = true;

@@ -1,5 +1,6 @@
-/* Helpers the paths share: accounting, error attribution, giving back bytes
- * that were taken but not delivered, and the user-space write loop. */
+/* A step's accounting, as the paths share it: counts, error attribution,
+ * the end of a file input, giving back bytes that were taken but not
+ * delivered, and the user-space read and write. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -9,7 +10,7 @@
 #include "internal.h"
 #include "sys.h"
 
-void ps__fail(struct ps_xfer *x, int err, int side)
+int ps__fail(struct ps_xfer *x, int err, int side)
 {
 	/* A peer that reset the connection is as gone as one that closed it.
 	 * The kernel says ECONNRESET only to the first call that meets the
@@ -31,12 +32,12 @@ void ps__fail(struct ps_xfer *x, int err, int side)
 		x->res->error = err;
 		x->res->side = side;
 	}
+	return -x->res->error;
 }
 
-int ps__next(struct ps_xfer *x, int err)
+ssize_t ps__ran(const struct ps_xfer *x, size_t n)
 {
-	x->next_err = err;
-	return PS_NEXT;
+	return x->res->error ? -x->res->error : (ssize_t)n;
 }
 
 void ps__advance(int64_t *off, uint64_t n)
@@ -198,22 +199,23 @@ static bool would_block(const struct ps_endpoint *ep, unsigned int flags, short 
 	return poll(&p, 1, 0) == 0;
 }
 
+/* send(2) and recv(2) flags for the step's: no waiting with NONBLOCK. */
+static int msg_flags(unsigned int flags, int fl)
+{
+	return flags & PSPLICE_F_NONBLOCK ? fl | MSG_DONTWAIT : fl;
+}
+
 static ssize_t write_once(struct ps_xfer *x, const unsigned char *buf, size_t n)
 {
 	const struct ps_endpoint *out = x->out;
-	int fl = MSG_NOSIGNAL;
+	int more = x->flags & PSPLICE_F_MORE ? MSG_MORE : 0;
 
 	if (would_block(out, x->flags, POLLOUT))
 		return -EAGAIN;
 	if (x->off_out)
 		return ps_pwrite(out->fd, buf, n, *x->off_out);
-	if (ps_is_socket(out->kind)) {
-		if (x->flags & PSPLICE_F_NONBLOCK)
-			fl |= MSG_DONTWAIT;
-		if (x->flags & PSPLICE_F_MORE)
-			fl |= MSG_MORE;
-		return ps_ret(send(out->fd, buf, n, fl));
-	}
+	if (ps_is_socket(out->kind))
+		return ps_ret(send(out->fd, buf, n, msg_flags(x->flags, MSG_NOSIGNAL | more)));
 	return ps_write(out->fd, buf, n);
 }
 
@@ -244,16 +246,12 @@ size_t ps__write_all(struct ps_xfer *x, const unsigned char *buf, size_t n)
 ssize_t ps__read_once(struct ps_xfer *x, unsigned char *buf, size_t n)
 {
 	const struct ps_endpoint *in = x->in;
-	int fl = 0;
 
 	if (would_block(in, x->flags, POLLIN))
 		return -EAGAIN;
 	if (x->off_in)
 		return ps_pread(in->fd, buf, n, *x->off_in);
-	if (ps_is_socket(in->kind)) {
-		if (x->flags & PSPLICE_F_NONBLOCK)
-			fl |= MSG_DONTWAIT;
-		return ps_ret(recv(in->fd, buf, n, fl));
-	}
+	if (ps_is_socket(in->kind))
+		return ps_ret(recv(in->fd, buf, n, msg_flags(x->flags, 0)));
 	return ps_read(in->fd, buf, n);
 }
