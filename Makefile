@@ -182,7 +182,7 @@ VALGRIND_TESTS := t_basic t_badinput t_fail_epipe t_fail_enospc t_fail_eisdir \
 # The real-fault tests (tests/t_fault_*.c): those with threads also under
 # TSan; the fast ones under valgrind (the signal storm is too slow there).
 FAULT_TSAN_TESTS := t_fault_threads16 t_fault_truncate
-VALGRIND_TESTS += t_fault_rlimit t_fault_odirect t_fault_pipesize t_fault_ext4
+VALGRIND_TESTS += t_fault_rlimit t_fault_odirect t_fault_pipesize t_fault_ext4 t_fault_regrow
 check-valgrind: tests
 	$(Q)PSPLICE_TEST_WRAP="valgrind -q --error-exitcode=99 --leak-check=full \
 		--errors-for-leak-kinds=definite" sh tests/run.sh $(BUILD) $(VALGRIND_TESTS)
