@@ -127,6 +127,17 @@ $(PRELOAD): $(PRELOAD_OBJ) $(PRELOAD_LIB)
 $(BUILD)/cli/cmd_exec.o: APP_CFLAGS += -DPSPLICE_PRELOAD_PATH='"$(PRELOAD_DIR)/libpsplice-preload.so"'
 $(BUILD)/cli/psplice.o: APP_CFLAGS += -DPSPLICE_BENCH_PATH='"$(BENCH_DIR)/psplice-bench"'
 
+# The installed paths compiled into the command: the stamp changes when they
+# do (make install PREFIX=/usr after a plain make), and what holds them is
+# built again.
+INSTALLED_PATHS := $(PRELOAD_DIR)/libpsplice-preload.so $(BENCH_DIR)/psplice-bench
+$(BUILD)/paths.stamp: FORCE
+	@mkdir -p $(@D)
+	$(Q)echo '$(INSTALLED_PATHS)' | cmp -s - $@ || echo '$(INSTALLED_PATHS)' >$@
+$(BUILD)/cli/cmd_exec.o $(BUILD)/cli/psplice.o: $(BUILD)/paths.stamp
+.PHONY: FORCE
+FORCE:
+
 $(TEST_HELP): tests/helpers.c tests/t.h include/psplice.h
 	@mkdir -p $(@D)
 	$(call say,CC,$<)
