@@ -16,10 +16,10 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "bench.h"
+#include "common.h"
 #include "dirty.h"
 
 extern char **environ;
@@ -159,10 +159,7 @@ void bench_sort(double *v, int n)
 
 double bench_now(void)
 {
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+	return (double)cli_now_ns() / 1e9;
 }
 
 static double tv(struct timeval t)

@@ -10,7 +10,6 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/socket.h>
-#include <time.h>
 
 #include "common.h"
 
@@ -90,10 +89,7 @@ extern const char *const relay_dir_name[2];
 
 static inline int64_t now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return cli_now_ns() / 1000000;
 }
 
 /* relay_net.c */
