@@ -12,7 +12,6 @@
 
 #define STDIN_NAME "standard input"
 #define STDOUT_NAME "standard output"
-#define CAT_PIPE_SIZE (1 << 20)
 
 /* What a failed file means for the ones after it. */
 enum { CAT_OK, CAT_NEXT, CAT_STOP };
@@ -157,19 +156,6 @@ static void connect_to(const struct cli_cmd *cmd, const char *arg)
 	out_name = arg;
 }
 
-/* A pipe holds 64 KiB unless asked for more, and each splice moves at most
- * what fits: 1 MiB halves the calls' cost per byte on both sides of it.
- * Where the limit (fs.pipe-max-size, or the user's pipe pages) says no, the
- * pipe stays as it is. */
-static void grow_pipe(int fd)
-{
-	struct stat st;
-
-	if (fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode) &&
-	    fcntl(fd, F_GETPIPE_SZ) < CAT_PIPE_SIZE)
-		fcntl(fd, F_SETPIPE_SZ, CAT_PIPE_SIZE);
-}
-
 struct cat_opts {
 	struct range rg;
 	bool verbose;
@@ -227,8 +213,8 @@ static int cat_main(const struct cli_cmd *cmd, int argc, char **argv)
 	parse_options(cmd, argc, argv, &opt);
 	if (cli_parse_only)
 		return 0;
-	grow_pipe(out_fd);
-	grow_pipe(STDIN_FILENO);
+	cli_grow_pipe(out_fd);
+	cli_grow_pipe(STDIN_FILENO);
 	if (optind == argc)
 		return cat_one("-", &opt.rg, opt.verbose) == CAT_OK ? 0 : 1;
 	for (i = optind; i < argc; i++) {

@@ -8,13 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common.h"
 
 #define TEE_STEP (1u << 20)
-#define TEE_PIPE_SIZE (1 << 20)
 
 enum { OPT_OUTPUT_ERROR = 0x200, OPT_TO };
 
@@ -63,13 +61,6 @@ static void add(const struct cli_cmd *cmd, struct outputs *o, int fd, const char
 	o->name[o->n++] = name;
 }
 
-static bool is_pipe(int fd)
-{
-	struct stat st;
-
-	return fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode);
-}
-
 /* As tee(1): a write error is diagnosed unless it is a pipe's (EPIPE) and
  * the mode spares pipes; the exit modes end the command on a diagnosed
  * error; by default a reader gone ends it by SIGPIPE. false: an error. */
@@ -101,14 +92,6 @@ static void wait_input(void)
 	struct pollfd p = { .fd = STDIN_FILENO, .events = POLLIN };
 
 	poll(&p, 1, -1);
-}
-
-/* 1 MiB pipes halve the calls per byte; where the limits say no, the pipe
- * stays as it is. */
-static void grow_pipe(int fd)
-{
-	if (is_pipe(fd) && fcntl(fd, F_GETPIPE_SZ) < TEE_PIPE_SIZE)
-		fcntl(fd, F_SETPIPE_SZ, TEE_PIPE_SIZE);
 }
 
 /* The outputs psplice_tee writes: the usable ones, and which output each is. */
@@ -195,7 +178,7 @@ static int run(struct outputs *o, enum mode mode)
 
 	if (!k.n)
 		return status;
-	grow_pipe(STDIN_FILENO);
+	cli_grow_pipe(STDIN_FILENO);
 	t = psplice_tee_new(STDIN_FILENO, k.fd, k.n, 0, 0);
 	if (!t) {
 		cli_error(errno, "error reading %s", cli_quote("standard input"));
@@ -308,7 +291,7 @@ static int tee_main(const struct cli_cmd *cmd, int argc, char **argv)
 	if (opt.mode != M_SIGPIPE)
 		signal(SIGPIPE, SIG_IGN);
 	status = open_outputs(cmd, &opt, argv + optind, (size_t)(argc - optind), &o);
-	grow_pipe(STDOUT_FILENO);
+	cli_grow_pipe(STDOUT_FILENO);
 	status |= run(&o, opt.mode);
 	status |= close_outputs(&o);
 	return status;

@@ -24,6 +24,9 @@
 int64_t cli_now_ns(void);
 /* The same file: device and inode. */
 bool cli_same_inode(const struct stat *a, const struct stat *b);
+/* A FIFO smaller than CLI_PIPE_SIZE is grown to it, where the limits allow. */
+#define CLI_PIPE_SIZE (1 << 20)
+void cli_grow_pipe(int fd);
 
 /* Long options every subcommand takes, after its own. */
 enum { CLI_OPT_HELP = 0x100, CLI_OPT_VERSION };
