@@ -107,7 +107,7 @@ static void parse(const struct cli_cmd *cmd, int argc, char **argv, struct exec_
 
 static int exec_main(const struct cli_cmd *cmd, int argc, char **argv)
 {
-	struct exec_opts o = { .chunk = 8 << 20, .min_size = 8 << 20, .sync = "none" };
+	struct exec_opts o = { .chunk = CLI_CHUNK, .min_size = CLI_CHUNK, .sync = "none" };
 	char conf[160], buf[PATH_MAX];
 	const char *lib;
 

@@ -94,8 +94,8 @@ void cli_help(const struct cli_cmd *cmd)
 	       cmd->help);
 	fputs("      --help         display this help and exit\n"
 	      "      --version      output version information and exit\n"
-	      "\nExit status is 0 on success, 1 on any error.\n"
-	      "See psplice(1).\n", stdout);
+	      "\nExit status is 0 on success, 1 on any error.\n", stdout);
+	printf("See " CLI_NAME "-%s(1).\n", cmd->name);
 	cli_exit(0);
 }
 

@@ -189,6 +189,9 @@ for cmd in "" cat cp; do
 	"$P" $cmd --help >out 2>err; rc=$?
 	rc_is $LINENO 0; err_is $LINENO
 	grep -q "^Usage: psplice ${cmd:-COMMAND} " out || fail $LINENO "$cmd --help: $(head -1 out)"
+	# each subcommand's help names its own page, psplice's the overview
+	tail -1 out | grep -q "See psplice${cmd:+-$cmd}(1)\.$" ||
+		fail $LINENO "$cmd --help ends: $(tail -1 out)"
 	# shellcheck disable=SC2086
 	"$P" $cmd --version >out 2>err; rc=$?
 	rc_is $LINENO 0; err_is $LINENO

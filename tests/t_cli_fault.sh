@@ -1,5 +1,5 @@
 #!/bin/sh
-# psplice cp while its source changes, as psplice(1) defines it: cp copies
+# psplice cp while its source changes, as psplice-cp(1) defines it: cp copies
 # the source as it is while it runs, to the end the file has when the copy
 # gets there. Cut short ahead of the copy, DEST ends at the new end; grown
 # before the copy gets to its end, DEST has the new bytes too; cp exits 0
