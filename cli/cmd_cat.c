@@ -44,7 +44,7 @@ static bool same_regular_file(int a, int b)
 	struct stat sa, sb;
 
 	return fstat(a, &sa) == 0 && fstat(b, &sb) == 0 && S_ISREG(sa.st_mode) &&
-	       sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+	       cli_same_inode(&sa, &sb);
 }
 
 /* A read error spares the next file, as in cat(1); once standard output

@@ -18,7 +18,7 @@
 /* Copied at a time where a copy goes in chunks (write-behind, a progress
  * line, extents): write-behind's default chunk, psplice_wb_new's chunk 0,
  * so that each call completes one chunk and writeback starts on it. */
-#define CLI_CHUNK ((uint64_t)8 << 20)
+#define CLI_CHUNK ((uint64_t)PSPLICE_WB_CHUNK)
 
 /* CLOCK_MONOTONIC in nanoseconds. */
 int64_t cli_now_ns(void);

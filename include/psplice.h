@@ -260,7 +260,8 @@ const char *psplice_sync_level_name(int level);
  * bounded by a few chunks. */
 struct psplice_wb;
 #define PSPLICE_WB_KEEP_CACHE 1u /* do not drop written chunks from the cache */
-/* chunk 0 means 8 MiB. NULL and errno on error. */
+#define PSPLICE_WB_CHUNK ((size_t)8 << 20) /* the chunk when 0 is given */
+/* chunk 0 means PSPLICE_WB_CHUNK. NULL and errno on error. */
 struct psplice_wb *psplice_wb_new(int fd, size_t chunk, unsigned int flags);
 /* After each write of [offset, offset + len). 0, or -1 and errno (the first
  * writeback error, reported again by every later call). */

@@ -14,6 +14,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "psplice.h"
 #include "preload.h"
 
 struct pl_real pl_real;
@@ -410,7 +411,7 @@ int pl_parse(const char *env, struct pl_conf *c)
 	const char *p;
 	int e = errno;
 
-	*c = (struct pl_conf){ .chunk = (uint64_t)8 << 20, .min_size = (uint64_t)8 << 20 };
+	*c = (struct pl_conf){ .chunk = PSPLICE_WB_CHUNK, .min_size = PSPLICE_WB_CHUNK };
 	for (p = env; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : "")
 		if (!parse_one(p, c))
 			break;

@@ -10,8 +10,6 @@
 #include "internal.h"
 #include "sys.h"
 
-#define WB_DEFAULT_CHUNK ((size_t)8 << 20)
-
 struct psplice_wb *psplice_wb_new(int fd, size_t chunk, unsigned int flags)
 {
 	struct psplice_wb *wb;
@@ -37,7 +35,7 @@ struct psplice_wb *psplice_wb_new(int fd, size_t chunk, unsigned int flags)
 void ps__wb_init(struct psplice_wb *wb, int fd, size_t chunk, unsigned int flags)
 {
 	*wb = (struct psplice_wb){ .fd = fd, .flags = flags, .level = -1,
-		.chunk = chunk ? chunk : WB_DEFAULT_CHUNK };
+		.chunk = chunk ? chunk : PSPLICE_WB_CHUNK };
 }
 
 /* One range call: through psplice_sync, or, for PS_WB_RAW, sync_file_range
