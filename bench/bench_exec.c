@@ -154,7 +154,7 @@ static void add_rows(const char *label, const char *variant, const struct result
 {
 	char item[64], note[160];
 
-	snprintf(note, sizeof(note), "input still cached: %.0f %%", r->in_kept);
+	snprintf(note, sizeof(note), "input still cached: %.2f %%", r->in_kept);
 	snprintf(item, sizeof(item), "%s: peak dirty", label);
 	bench_row(GROUP, item, variant, BENCH_MIB, r->peak / MiB, -1, base,
 		  r->own ? "the output's own Dirty+Writeback" :
