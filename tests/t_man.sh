@@ -89,8 +89,15 @@ for page in "$man"/*.3; do
 		fail "$(basename "$page"): no example in EXAMPLES"
 done
 
-# Every marked program, unescaped from roff, compiled and linked.
+# Every marked program, unescaped from roff, compiled and linked; against a
+# library built with sanitizers, with the same ones.
 cc=${CC:-cc}
+san=
+if nm "$build/libpsplice.a" 2>/dev/null | grep -q '__asan_'; then
+	san="-fsanitize=address,undefined"
+elif nm "$build/libpsplice.a" 2>/dev/null | grep -q '__tsan_'; then
+	san="-fsanitize=thread"
+fi
 nprog=0
 for page in "$man"/*.3 "$man"/*.1; do
 	base=$(basename "$page")
@@ -107,7 +114,7 @@ done
 for c in "$d"/*.c; do
 	[ -e "$c" ] || break
 	nprog=$((nprog + 1))
-	if ! $cc -std=gnu11 -Wall -Wextra -Werror -I"$top/include" -o "${c%.c}" "$c" \
+	if ! $cc -std=gnu11 -Wall -Wextra -Werror $san -I"$top/include" -o "${c%.c}" "$c" \
 		"$build/libpsplice.a" -lpthread >"$d/cc.log" 2>&1; then
 		fail "the example program $(basename "$c") does not build:"
 		sed 's/^/    /' "$d/cc.log" >&2
