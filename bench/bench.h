@@ -100,6 +100,11 @@ void bench_target_value(const char *what, double value, double goal, bool at_lea
 			const char *why);
 void bench_target_missing(const char *what, double goal, bool at_least,
 			  const char *why);
+/* Report a target whose ratio the caller worked out (a median, say). */
+void bench_target_ratio_of(const char *what, double ratio, double goal, bool at_least,
+			   const char *why);
+/* The machine pages out idle memory on its own (a DAMON pageout scheme). */
+bool bench_damon_pageout(void);
 
 /* Sort n figures, smallest first. */
 void bench_sort(double *v, int n);

@@ -141,8 +141,56 @@ void bench_target_ratio(const char *what, const char *group, const char *item,
 		bench_target_missing(what, goal, at_least, why);
 		return;
 	}
-	bench_target_value(what, va / vb, goal, at_least, why);
-	bench_targets[bench_ntargets - 1].ratio = true;
+	bench_target_ratio_of(what, va / vb, goal, at_least, why);
+}
+
+void bench_target_ratio_of(const char *what, double ratio, double goal, bool at_least,
+			   const char *why)
+{
+	struct bench_target *t = new_target(what, goal, at_least, why);
+
+	if (t) {
+		t->value = ratio;
+		t->measured = true;
+		t->ratio = true;
+	}
+}
+
+/* The first word of the file at path, in buf; -1 when it cannot be read. */
+static int first_word(const char *path, char *buf, size_t n)
+{
+	FILE *f = fopen(path, "re");
+	int ok;
+
+	if (!f)
+		return -1;
+	ok = fscanf(f, "%15s", buf) == 1 && n > 15;
+	fclose(f);
+	return ok ? 0 : -1;
+}
+
+/* A kdamond that is on with a scheme whose action is pageout: the machine
+ * pages out idle memory, page cache too, on its own. */
+bool bench_damon_pageout(void)
+{
+	static const char root[] = "/sys/kernel/mm/damon/admin/kdamonds";
+	char path[256], buf[16];
+	int k, c, s;
+
+	for (k = 0; k < 8; k++) {
+		snprintf(path, sizeof(path), "%s/%d/state", root, k);
+		if (first_word(path, buf, sizeof(buf)) < 0 || strcmp(buf, "on"))
+			continue;
+		for (c = 0; c < 8; c++)
+			for (s = 0; s < 8; s++) {
+				snprintf(path, sizeof(path), "%s/%d/contexts/%d/schemes/%d/action",
+					 root, k, c, s);
+				if (first_word(path, buf, sizeof(buf)) == 0 &&
+				    !strcmp(buf, "pageout"))
+					return true;
+			}
+	}
+	return false;
 }
 
 static int cmp_double(const void *a, const void *b)
