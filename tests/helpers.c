@@ -698,6 +698,23 @@ uint64_t t_dirty_bytes(int fd, uint64_t if_unknown)
 	return c.dirty * (uint64_t)sysconf(_SC_PAGESIZE);
 }
 
+uint64_t t_keep_dirty(int fd, uint64_t size, uint64_t want)
+{
+	static uint8_t buf[1 << 16];
+	uint64_t dirty = t_dirty_bytes(fd, size), off;
+	ssize_t n;
+
+	for (int tries = 0; dirty < want && tries < 5; tries++) {
+		for (off = 0; off < size; off += (uint64_t)n) {
+			n = pread(fd, buf, sizeof(buf), (off_t)off);
+			T_ASSERT(n > 0);
+			T_EQ(pwrite(fd, buf, (size_t)n, (off_t)off), n);
+		}
+		dirty = t_dirty_bytes(fd, size);
+	}
+	return dirty;
+}
+
 void t_assert_settled(int fd)
 {
 	struct t_cache c;

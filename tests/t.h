@@ -139,6 +139,10 @@ int t_cachestat(int fd, uint64_t off, uint64_t len, struct t_cache *c);
 /* Bytes of fd still dirty, and so not yet counted by the disk; without
  * cachestat, if_unknown (every byte just written: the stricter assertion). */
 uint64_t t_dirty_bytes(int fd, uint64_t if_unknown);
+/* The first size bytes of fd written again, the same bytes, while fewer than
+ * want of them are dirty (writeback, or another test's sync, took them
+ * before a test could measure), up to five times; the dirty bytes then. */
+uint64_t t_keep_dirty(int fd, uint64_t size, uint64_t want);
 /* Nothing of fd dirty or under writeback (where cachestat can tell). */
 void t_assert_settled(int fd);
 /* The block-layer statistics file of the disk holding fd's file
