@@ -200,6 +200,7 @@ struct psplice_wb {
 	size_t chunk;
 	int64_t run_start, run_end;   /* written, not yet submitted */
 	int64_t prev_start, prev_end; /* submitted, not yet waited on */
+	int64_t gone_start, gone_end; /* the last chunk dropped from the cache */
 };
 /* sync_file_range alone for each chunk: no lock, no allocation and no
  * fallback, so every step is async-signal-safe. */

@@ -62,6 +62,21 @@ static int fail(struct psplice_wb *wb, int err)
 	return -1;
 }
 
+/* Drop the previous chunk's pages. The kernel drops whole pages only: a
+ * page this chunk shares with the chunk dropped just before it (a run that
+ * began off a page boundary) is taken from there, within that chunk, as
+ * far back as a 64 KiB page would need. */
+static void drop(struct psplice_wb *wb)
+{
+	int64_t from = wb->prev_start, back = from & ~(int64_t)0xffff;
+
+	if (from == wb->gone_end && from > wb->gone_start)
+		from = back > wb->gone_start ? back : wb->gone_start;
+	(void)posix_fadvise(wb->fd, from, wb->prev_end - from, POSIX_FADV_DONTNEED);
+	wb->gone_start = wb->prev_start;
+	wb->gone_end = wb->prev_end;
+}
+
 /* Wait for the previous chunk and drop it from the cache. */
 static int settle_prev(struct psplice_wb *wb)
 {
@@ -78,7 +93,7 @@ static int settle_prev(struct psplice_wb *wb)
 	if (wb->level < 0 || (int)level < wb->level)
 		wb->level = (int)level;
 	if (!(wb->flags & PSPLICE_WB_KEEP_CACHE))
-		(void)posix_fadvise(wb->fd, wb->prev_start, len, POSIX_FADV_DONTNEED);
+		drop(wb);
 	wb->prev_start = wb->prev_end = 0;
 	return 0;
 }

@@ -342,6 +342,39 @@ static void bad_input(int fd)
 	T_EQ(got, PSPLICE_LEVEL_FILE_DURABLE);
 }
 
+/* A run that starts off a page boundary (an append to a file of odd size):
+ * each chunk boundary falls inside a page, which the kernel drops only
+ * when a range covers it whole. Write-behind drops those pages with the
+ * chunk after them: nothing of the run stays cached but the page it shares
+ * with the bytes before it, which are not the run's. */
+static void unaligned(void)
+{
+	const uint64_t start = 12345, chunk = 1 << 20, len = 6 * chunk + 777;
+	static uint8_t buf[100000];
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	struct psplice_wb *wb;
+	uint64_t off, n, kept;
+	int fd = t_make_file(t_path("unaligned"), start, 4);
+
+	T_OK(fdatasync(fd));
+	T_OK(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED));
+	T_ASSERT(wb = psplice_wb_new(fd, chunk, 0));
+	for (off = 0; off < len; off += n) {
+		n = len - off < sizeof(buf) ? len - off : sizeof(buf);
+		t_gen(4, start + off, buf, (size_t)n);
+		write_at(fd, buf, (size_t)n, start + off);
+		T_OK(psplice_wb_wrote(wb, (int64_t)(start + off), (size_t)n));
+	}
+	T_OK(psplice_wb_finish(wb, 0, NULL));
+	kept = resident(fd, start + len);
+	T_ASSERT(t_check_fd(fd, 0, start + len, 4, 0));
+	/* The page shared with the bytes before, and the last, partial one. */
+	if (kept > 2 * page)
+		T_FAILED("%llu bytes of an unaligned run still cached, want at most %zu",
+			 (unsigned long long)kept, 2 * page);
+	close(fd);
+}
+
 int main(int argc, char **argv)
 {
 	const char *dir = t_dir(argc, argv);
@@ -357,6 +390,7 @@ int main(int argc, char **argv)
 	t_gen(9, 0, base, BASE);
 	bad_input(fd);
 	close(fd);
+	unaligned();
 	scrambled("scrambled", 0, 0, PSPLICE_LEVEL_WRITTEN);
 	scrambled("durable", 0, PSPLICE_SYNC_DATA, PSPLICE_LEVEL_DATA_DURABLE);
 	scrambled("kept", PSPLICE_WB_KEEP_CACHE, PSPLICE_SYNC_DATA, PSPLICE_LEVEL_DATA_DURABLE);
