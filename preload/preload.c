@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/sendfile.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -73,7 +75,12 @@ int __openat64_2(int dir, const char *path, int flags);
 	X(int, dup2, (int, int)) \
 	X(int, dup3, (int, int, int)) \
 	X(int, fsync, (int)) \
-	X(int, fdatasync, (int))
+	X(int, fdatasync, (int)) \
+	X(int, fstat, (int, struct stat *)) \
+	X(int, fstat64, (int, struct stat64 *)) \
+	X(int, fstatat, (int, const char *, struct stat *, int)) \
+	X(int, fstatat64, (int, const char *, struct stat64 *, int)) \
+	X(int, statx, (int, const char *, int, unsigned int, struct statx *))
 
 #define DECL(ret, name, args) static ret (*real_##name) args;
 CALLS(DECL)
@@ -89,16 +96,16 @@ static ssize_t wrote(int fd, int64_t off, ssize_t n)
 	return n;
 }
 
-static void will_read(int fd)
+static void will_read(int fd, int64_t want)
 {
 	if (pl_conf.on && pl_conf.read_behind)
-		pl_will_read(fd);
+		pl_will_read(fd, want);
 }
 
-static ssize_t was_read(int fd, int64_t off, ssize_t n)
+static ssize_t was_read(int fd, int64_t off, ssize_t n, int64_t want)
 {
-	if (pl_conf.on && pl_conf.read_behind && n > 0)
-		pl_read(fd, off, n);
+	if (pl_conf.on && pl_conf.read_behind && n >= 0)
+		pl_read(fd, off, n, want);
 	return n;
 }
 
@@ -153,76 +160,76 @@ PL_EXPORT ssize_t pwritev64v2(int fd, const struct iovec *iov, int cnt, off64_t 
 
 PL_EXPORT ssize_t read(int fd, void *buf, size_t n)
 {
-	will_read(fd);
-	return was_read(fd, -1, REAL(read)(fd, buf, n));
+	will_read(fd, (int64_t)n);
+	return was_read(fd, -1, REAL(read)(fd, buf, n), (int64_t)n);
 }
 
 /* _FORTIFY_SOURCE builds call these for buffers of known size. */
 PL_EXPORT ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen)
 {
-	will_read(fd);
-	return was_read(fd, -1, REAL(__read_chk)(fd, buf, n, buflen));
+	will_read(fd, (int64_t)n);
+	return was_read(fd, -1, REAL(__read_chk)(fd, buf, n, buflen), (int64_t)n);
 }
 
 PL_EXPORT ssize_t pread(int fd, void *buf, size_t n, off_t off)
 {
-	will_read(fd);
-	return was_read(fd, off, REAL(pread)(fd, buf, n, off));
+	will_read(fd, (int64_t)n);
+	return was_read(fd, off, REAL(pread)(fd, buf, n, off), (int64_t)n);
 }
 
 PL_EXPORT ssize_t pread64(int fd, void *buf, size_t n, off64_t off)
 {
-	will_read(fd);
-	return was_read(fd, off, REAL(pread64)(fd, buf, n, off));
+	will_read(fd, (int64_t)n);
+	return was_read(fd, off, REAL(pread64)(fd, buf, n, off), (int64_t)n);
 }
 
 PL_EXPORT ssize_t __pread_chk(int fd, void *buf, size_t n, off_t off, size_t buflen)
 {
-	will_read(fd);
-	return was_read(fd, off, REAL(__pread_chk)(fd, buf, n, off, buflen));
+	will_read(fd, (int64_t)n);
+	return was_read(fd, off, REAL(__pread_chk)(fd, buf, n, off, buflen), (int64_t)n);
 }
 
 PL_EXPORT ssize_t __pread64_chk(int fd, void *buf, size_t n, off64_t off, size_t buflen)
 {
-	will_read(fd);
-	return was_read(fd, off, REAL(__pread64_chk)(fd, buf, n, off, buflen));
+	will_read(fd, (int64_t)n);
+	return was_read(fd, off, REAL(__pread64_chk)(fd, buf, n, off, buflen), (int64_t)n);
 }
 
 PL_EXPORT ssize_t readv(int fd, const struct iovec *iov, int cnt)
 {
-	will_read(fd);
-	return was_read(fd, -1, REAL(readv)(fd, iov, cnt));
+	will_read(fd, -1);
+	return was_read(fd, -1, REAL(readv)(fd, iov, cnt), -1);
 }
 
 PL_EXPORT ssize_t preadv(int fd, const struct iovec *iov, int cnt, off_t off)
 {
-	will_read(fd);
-	return was_read(fd, off, REAL(preadv)(fd, iov, cnt, off));
+	will_read(fd, -1);
+	return was_read(fd, off, REAL(preadv)(fd, iov, cnt, off), -1);
 }
 
 PL_EXPORT ssize_t preadv64(int fd, const struct iovec *iov, int cnt, off64_t off)
 {
-	will_read(fd);
-	return was_read(fd, off, REAL(preadv64)(fd, iov, cnt, off));
+	will_read(fd, -1);
+	return was_read(fd, off, REAL(preadv64)(fd, iov, cnt, off), -1);
 }
 
 PL_EXPORT ssize_t preadv2(int fd, const struct iovec *iov, int cnt, off_t off, int flags)
 {
-	will_read(fd);
-	return was_read(fd, off, REAL(preadv2)(fd, iov, cnt, off, flags));
+	will_read(fd, -1);
+	return was_read(fd, off, REAL(preadv2)(fd, iov, cnt, off, flags), -1);
 }
 
 PL_EXPORT ssize_t preadv64v2(int fd, const struct iovec *iov, int cnt, off64_t off, int flags)
 {
-	will_read(fd);
-	return was_read(fd, off, REAL(preadv64v2)(fd, iov, cnt, off, flags));
+	will_read(fd, -1);
+	return was_read(fd, off, REAL(preadv64v2)(fd, iov, cnt, off, flags), -1);
 }
 
 /* The copy calls: the input side is a read, the output side a write. The
  * offsets are taken before the call, which advances them. */
-static ssize_t moved(int in, int64_t off_in, int out, int64_t off_out, ssize_t n)
+static ssize_t moved(int in, int64_t off_in, int out, int64_t off_out, size_t len, ssize_t n)
 {
-	was_read(in, off_in, n);
+	was_read(in, off_in, n, (int64_t)len);
 	return wrote(out, off_out, n);
 }
 
@@ -231,24 +238,25 @@ PL_EXPORT ssize_t copy_file_range(int in, off64_t *off_in, int out, off64_t *off
 {
 	int64_t a = AT(off_in), b = AT(off_out);
 
-	will_read(in);
-	return moved(in, a, out, b, REAL(copy_file_range)(in, off_in, out, off_out, len, flags));
+	will_read(in, (int64_t)len);
+	return moved(in, a, out, b, len,
+		     REAL(copy_file_range)(in, off_in, out, off_out, len, flags));
 }
 
 PL_EXPORT ssize_t sendfile(int out, int in, off_t *off, size_t len)
 {
 	int64_t a = AT(off);
 
-	will_read(in);
-	return moved(in, a, out, -1, REAL(sendfile)(out, in, off, len));
+	will_read(in, (int64_t)len);
+	return moved(in, a, out, -1, len, REAL(sendfile)(out, in, off, len));
 }
 
 PL_EXPORT ssize_t sendfile64(int out, int in, off64_t *off, size_t len)
 {
 	int64_t a = AT(off);
 
-	will_read(in);
-	return moved(in, a, out, -1, REAL(sendfile64)(out, in, off, len));
+	will_read(in, (int64_t)len);
+	return moved(in, a, out, -1, len, REAL(sendfile64)(out, in, off, len));
 }
 
 PL_EXPORT ssize_t splice(int in, off64_t *off_in, int out, off64_t *off_out, size_t len,
@@ -256,8 +264,8 @@ PL_EXPORT ssize_t splice(int in, off64_t *off_in, int out, off64_t *off_out, siz
 {
 	int64_t a = AT(off_in), b = AT(off_out);
 
-	will_read(in);
-	return moved(in, a, out, b, REAL(splice)(in, off_in, out, off_out, len, flags));
+	will_read(in, (int64_t)len);
+	return moved(in, a, out, b, len, REAL(splice)(in, off_in, out, off_out, len, flags));
 }
 
 /* An open: the fd number is new, whatever was skipped on it before. The
@@ -365,59 +373,62 @@ PL_EXPORT int fdatasync(int fd)
 	return pl_conf.on ? pl_synced(fd, r) : r;
 }
 
-/* PSPLICE_EXEC=chunk=N,min=N,sync=none|data|full,read-behind=0|1,verbose=0|1
- * (bytes, any order, each optional). 1 when understood. */
-static bool parse_num(const char *v, uint64_t *out)
+/* The program's own fstat of an fd: what it says is kept for the first
+ * read, which then needs no fstat of the library's own. */
+static int stated(int fd, int r, mode_t mode, int64_t size, dev_t dev, ino_t ino)
 {
-	char *end;
-
-	if (*v < '0' || *v > '9')
-		return false;
-	errno = 0;
-	*out = strtoull(v, &end, 10);
-	return !errno && (*end == ',' || !*end);
+	if (pl_conf.on && pl_conf.read_behind && r == 0)
+		pl_stated(fd, mode, size, dev, ino);
+	return r;
 }
 
-static bool parse_one(const char *kv, struct pl_conf *c)
+/* r is the real call's result, taken before: *st is read only after it. */
+#define STATED(fd, r, st) stated(fd, r, (st)->st_mode, (st)->st_size, (st)->st_dev, (st)->st_ino)
+/* fstatat of "" (or, since Linux 6.11, NULL) with AT_EMPTY_PATH: the fd
+ * itself. The headers say path is never NULL; the kernel allows it. */
+static bool of_fd(const char *path, int flags)
 {
-	const char *v = strchr(kv, '=');
-	size_t k = v ? (size_t)(v - kv) : 0;
-	uint64_t n;
-
-	if (!v++)
-		return false;
-	if (k == 4 && !strncmp(kv, "sync", k)) {
-		c->sync = !strncmp(v, "none", 4) ? PL_SYNC_NONE : !strncmp(v, "data", 4) ?
-			PL_SYNC_DATA : !strncmp(v, "full", 4) ? PL_SYNC_FULL : -1;
-		return c->sync >= 0 && (v[4] == ',' || !v[4]);
-	}
-	if (!parse_num(v, &n))
-		return false;
-	if (k == 5 && !strncmp(kv, "chunk", k) && n >= 4096 && n <= ((uint64_t)1 << 40))
-		c->chunk = n;
-	else if (k == 3 && !strncmp(kv, "min", k))
-		c->min_size = n;
-	else if (k == 11 && !strncmp(kv, "read-behind", k) && n <= 1)
-		c->read_behind = n;
-	else if (k == 7 && !strncmp(kv, "verbose", k) && n <= 1)
-		c->verbose = n;
-	else
-		return false;
-	return true;
+	__asm__("" : "+r"(path));
+	return (flags & AT_EMPTY_PATH) && (!path || !*path);
 }
 
-int pl_parse(const char *env, struct pl_conf *c)
+PL_EXPORT int fstat(int fd, struct stat *st)
 {
-	const char *p;
-	int e = errno;
+	int r = REAL(fstat)(fd, st);
 
-	*c = (struct pl_conf){ .chunk = PSPLICE_WB_CHUNK, .min_size = PSPLICE_WB_CHUNK };
-	for (p = env; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : "")
-		if (!parse_one(p, c))
-			break;
-	c->on = env && *env && !*p;
-	errno = e;
-	return c->on;
+	return STATED(fd, r, st);
+}
+
+PL_EXPORT int fstat64(int fd, struct stat64 *st)
+{
+	int r = REAL(fstat64)(fd, st);
+
+	return STATED(fd, r, st);
+}
+
+PL_EXPORT int fstatat(int dir, const char *path, struct stat *st, int flags)
+{
+	int r = REAL(fstatat)(dir, path, st, flags);
+
+	return of_fd(path, flags) ? STATED(dir, r, st) : r;
+}
+
+PL_EXPORT int fstatat64(int dir, const char *path, struct stat64 *st, int flags)
+{
+	int r = REAL(fstatat64)(dir, path, st, flags);
+
+	return of_fd(path, flags) ? STATED(dir, r, st) : r;
+}
+
+PL_EXPORT int statx(int dir, const char *path, int flags, unsigned int mask, struct statx *x)
+{
+	int r = REAL(statx)(dir, path, flags, mask, x);
+	unsigned int need = STATX_TYPE | STATX_SIZE | STATX_INO;
+
+	if (!of_fd(path, flags) || r != 0 || (x->stx_mask & need) != need)
+		return r;
+	return stated(dir, r, x->stx_mode, (int64_t)x->stx_size,
+		      makedev(x->stx_dev_major, x->stx_dev_minor), x->stx_ino);
 }
 
 #define RESOLVE(ret, name, args) (void)REAL(name);

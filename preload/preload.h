@@ -38,9 +38,12 @@ void pl_fini(void);
 /* After a call wrote n > 0 bytes to fd at off (-1: at the file position,
  * which the call advanced). errno is kept. */
 void pl_wrote(int fd, int64_t off, ssize_t n);
-/* Before a read from fd, and after one read n > 0 bytes at off. */
-void pl_will_read(int fd);
-void pl_read(int fd, int64_t off, ssize_t n);
+/* Before a read of up to want bytes from fd (-1: not known before the
+ * call), and after it read n >= 0 bytes at off. */
+void pl_will_read(int fd, int64_t want);
+void pl_read(int fd, int64_t off, ssize_t n, int64_t want);
+/* The program's own fstat of fd succeeded and said this. errno is kept. */
+void pl_stated(int fd, mode_t mode, int64_t size, dev_t dev, ino_t ino);
 /* fd was just opened: whatever its number named before is gone. */
 void pl_opened(int fd);
 /* Before fd is closed (or replaced by dup2/dup3). errno is kept. */

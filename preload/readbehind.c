@@ -10,6 +10,7 @@
 #include "track.h"
 
 #define PL_BITMAP_MAX ((size_t)64 << 20) /* pages of files past 2 TiB: left alone */
+#define PL_FOLIO_MAX ((int64_t)2 << 20)  /* the largest folio of the page cache */
 
 void pl_forget_reader(struct slot *s)
 {
@@ -17,6 +18,7 @@ void pl_forget_reader(struct slot *s)
 		munmap(s->before, s->before_len);
 	s->before = NULL;
 	s->rstate = R_UNKNOWN;
+	s->rcounted = s->stated = false;
 }
 
 static bool bit(const struct slot *s, int64_t pg)
@@ -117,7 +119,10 @@ static void was_read(struct slot *s, int fd, int64_t off, int64_t n)
 	}
 	if (off + n > s->rhi)
 		s->rhi = off + n;
-	to = s->rhi / pl_page * pl_page;
+	/* The page cache holds a file in folios of up to 2 MiB, aligned to
+	 * their size, and drops a folio only when the range covers it whole:
+	 * a range that ends inside one would leave it behind for good. */
+	to = s->rhi / PL_FOLIO_MAX * PL_FOLIO_MAX;
 	if (to - s->rdone >= (int64_t)pl_conf.chunk) {
 		drop(s, fd, s->rdone, to);
 		s->rdone = to;

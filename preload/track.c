@@ -22,16 +22,10 @@
 #include "sys.h"
 #include "track.h"
 
-#define PL_NSLOT 65536           /* fds past this pass through */
-
 struct pl_conf pl_conf;
-static struct slot *slots;
-static unsigned int gen;
-static atomic_int hiwater = -1;
-int64_t pl_page;
-static int errfd = 2;  /* -v: stderr as it was at load (programs close it at exit) */
-static atomic_ullong st_files, st_bytes, st_peak, st_errors;
-atomic_ullong pl_dropped;
+struct slot *pl_slots;
+unsigned int pl_gen;
+atomic_int pl_hiwater = -1;
 
 static bool is_wb_error(int err)
 {
@@ -46,15 +40,15 @@ static void put(struct slot *s)
 static void reset(struct slot *s, const struct stat *st)
 {
 	pl_forget_reader(s);
-	*s = (struct slot){ .busy = 1, .gen = gen, .known = true, .dev = st->st_dev,
+	*s = (struct slot){ .busy = 1, .gen = pl_gen, .known = true, .dev = st->st_dev,
 			    .ino = st->st_ino };
 }
 
 static void raise_hiwater(int fd)
 {
-	int h = atomic_load_explicit(&hiwater, memory_order_relaxed);
+	int h = atomic_load_explicit(&pl_hiwater, memory_order_relaxed);
 
-	while (fd > h && !atomic_compare_exchange_weak(&hiwater, &h, fd))
+	while (fd > h && !atomic_compare_exchange_weak(&pl_hiwater, &h, fd))
 		;
 }
 
@@ -65,13 +59,26 @@ static struct slot *peek(int fd)
 {
 	struct slot *s;
 
-	if (!slots || fd < 0 || fd >= PL_NSLOT)
+	if (!pl_slots || fd < 0 || fd >= PL_NSLOT)
 		return NULL;
-	s = &slots[fd];
+	s = &pl_slots[fd];
 	if (atomic_exchange_explicit(&s->busy, 1, memory_order_acquire))
 		return NULL;
 	raise_hiwater(fd);
 	return s;
+}
+
+/* s describes the file st says fd names now. */
+static void adopt(struct slot *s, const struct stat *st)
+{
+	if (s->gen != pl_gen || (s->known && (s->dev != st->st_dev || s->ino != st->st_ino))) {
+		reset(s, st);
+	} else if (!s->known) {
+		/* Opened since: what was counted is this file's. */
+		s->known = true;
+		s->dev = st->st_dev;
+		s->ino = st->st_ino;
+	}
 }
 
 /* The slot of fd, taken, for the file fd names now; NULL: pass through. */
@@ -85,21 +92,14 @@ static struct slot *get(int fd, struct stat *st)
 		put(s);
 		return NULL;
 	}
-	if (s->gen != gen || (s->known && (s->dev != st->st_dev || s->ino != st->st_ino))) {
-		reset(s, st);
-	} else if (!s->known) {
-		/* Opened since: what was counted is this file's. */
-		s->known = true;
-		s->dev = st->st_dev;
-		s->ino = st->st_ino;
-	}
+	adopt(s, st);
 	return s;
 }
 
 static bool skipped(int fd)
 {
-	return slots && fd >= 0 && fd < PL_NSLOT &&
-	       atomic_load_explicit(&slots[fd].skip, memory_order_relaxed) == gen + 1;
+	return pl_slots && fd >= 0 && fd < PL_NSLOT &&
+	       atomic_load_explicit(&pl_slots[fd].skip, memory_order_relaxed) == pl_gen + 1;
 }
 
 /* Whatever fd named before is gone: its slot starts afresh. */
@@ -109,13 +109,13 @@ void pl_opened(int fd)
 	int e;
 
 	if (skipped(fd))
-		atomic_store_explicit(&slots[fd].skip, 0, memory_order_relaxed);
+		atomic_store_explicit(&pl_slots[fd].skip, 0, memory_order_relaxed);
 	s = peek(fd);
 	if (!s)
 		return;
 	e = errno;
 	pl_forget_reader(s);
-	*s = (struct slot){ .busy = 1, .gen = gen };
+	*s = (struct slot){ .busy = 1, .gen = pl_gen };
 	atomic_store_explicit(&s->rgen, 0, memory_order_relaxed);
 	put(s);
 	errno = e;
@@ -139,26 +139,6 @@ static void on_slot(int fd, slot_fn *fn, int64_t off, int64_t n)
 		put(s);
 	}
 	errno = e;
-}
-
-static void add_max(atomic_ullong *v, unsigned long long x)
-{
-	unsigned long long old = atomic_load(v);
-
-	while (x > old && !atomic_compare_exchange_weak(v, &old, x))
-		;
-}
-
-static void count_error(int fd, int err)
-{
-	char msg[160];
-	int n;
-
-	atomic_fetch_add(&st_errors, 1);
-	n = snprintf(msg, sizeof(msg), "psplice exec: fd %d: writeback error: %s\n",
-		     fd, strerrordesc_np(err) ? strerrordesc_np(err) : "?");
-	if (n > 0)
-		(void)!pl_real.write(errfd, msg, (size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg) - 1);
 }
 
 /* Write side ----------------------------------------------------------- */
@@ -193,12 +173,12 @@ static void sample(struct slot *s, int fd)
 		return;
 	s->sampled = s->wend;
 	if (ps_cachestat(fd, 0, 0, &cs) == 0)
-		add_max(&st_peak, (cs.dirty + cs.writeback) * (uint64_t)pl_page);
+		pl_add_max(&pl_st_peak, (cs.dirty + cs.writeback) * (uint64_t)pl_page);
 }
 
 static void feed(struct slot *s, int fd, int64_t off, int64_t len)
 {
-	atomic_fetch_add(&st_bytes, (unsigned long long)len);
+	atomic_fetch_add(&pl_st_bytes, (unsigned long long)len);
 	if (psplice_wb_wrote(&s->wb, off, (size_t)len) < 0)
 		stop_pacing(s, errno);
 	else
@@ -223,7 +203,7 @@ static void wrote(struct slot *s, int fd, int64_t off, int64_t n)
 	} else if ((uint64_t)(s->wend - s->wfirst) >= pl_conf.min_size) {
 		ps__wb_init(&s->wb, fd, pl_conf.chunk, PS_WB_RAW);
 		s->paced = s->big = true;
-		atomic_fetch_add(&st_files, 1);
+		atomic_fetch_add(&pl_st_files, 1);
 		feed(s, fd, s->wfirst, s->wend - s->wfirst);
 	}
 }
@@ -260,7 +240,7 @@ static bool counted(int fd, int64_t n)
 
 	if (!s)
 		return true;
-	small = s->gen == gen && s->wstate == W_UNKNOWN &&
+	small = s->gen == pl_gen && s->wstate == W_UNKNOWN &&
 		(uint64_t)(s->wseen + n) < pl_conf.min_size;
 	if (small)
 		s->wseen += n;
@@ -293,7 +273,7 @@ static void finish_writer(struct slot *s, int fd)
 			s->err = errno;
 	}
 	if (s->err)
-		count_error(fd, s->err);
+		pl_count_error(fd, s->err);
 	s->err = 0;
 	s->big = false;
 	s->wstate = W_UNKNOWN;
@@ -337,10 +317,10 @@ static void classify(struct slot *s, int fd, const struct stat *st, bool writing
 		classify_writer(s, fl, st);
 	if (rd) {
 		pl_classify_reader(s, fd, fl, st);
-		atomic_store_explicit(&s->rgen, gen + 1, memory_order_relaxed);
+		atomic_store_explicit(&s->rgen, pl_gen + 1, memory_order_relaxed);
 	}
 	if (s->wstate == W_IGNORED && (!pl_conf.read_behind || s->rstate == R_IGNORED))
-		atomic_store_explicit(&s->skip, gen + 1, memory_order_relaxed);
+		atomic_store_explicit(&s->skip, pl_gen + 1, memory_order_relaxed);
 }
 
 static void read_first(struct slot *s, int fd, const struct stat *st, int64_t off, int64_t n)
@@ -349,13 +329,82 @@ static void read_first(struct slot *s, int fd, const struct stat *st, int64_t of
 	classify(s, fd, st, false);
 }
 
-/* The first read of a file is seen before it is made; later ones skip
- * even the fstat. */
-void pl_will_read(int fd)
+void pl_stated(int fd, mode_t mode, int64_t size, dev_t dev, ino_t ino)
 {
-	if (fd >= 0 && fd < PL_NSLOT && slots &&
-	    atomic_load_explicit(&slots[fd].rgen, memory_order_relaxed) != gen + 1)
+	struct stat st = { .st_mode = mode, .st_size = size, .st_dev = dev, .st_ino = ino };
+	struct slot *s;
+	int e = errno;
+
+	if (skipped(fd) || !(s = peek(fd)))
+		return;
+	adopt(s, &st);
+	if (s->rstate == R_UNKNOWN) {
+		s->stated = true;
+		s->smode = mode;
+		s->ssize = size;
+	}
+	put(s);
+	errno = e;
+}
+
+/* Before the first read since the open: judged by what the program's own
+ * fstat said, or, when it asks for less than the minimum size, counted
+ * after the call and not judged before it. True: nothing more to do. */
+static bool judged_free(int fd, int64_t want)
+{
+	struct slot *s = peek(fd);
+	struct stat st = { 0 };
+	bool done;
+
+	if (!s)
+		return true;
+	done = s->gen == pl_gen && s->rstate == R_UNKNOWN && (s->stated || !s->rcounted);
+	if (done && s->stated) {
+		st.st_mode = s->smode;
+		st.st_size = s->ssize;
+		st.st_dev = s->dev;
+		st.st_ino = s->ino;
+		classify(s, fd, &st, false);
+	} else if (done && want >= 0 && (uint64_t)want >= pl_conf.min_size) {
+		done = false;
+	}
+	put(s);
+	return done;
+}
+
+/* The reader side is judged before a read: the first one when it asks for
+ * the minimum size or more, else the second, so that a file read in one
+ * call (rsync's, /dev/urandom's few bytes) costs no system call; what the
+ * first read brought in is then taken for cached before, and kept. Once
+ * judged, reads skip even the fstat. */
+void pl_will_read(int fd, int64_t want)
+{
+	if (fd >= 0 && fd < PL_NSLOT && pl_slots &&
+	    atomic_load_explicit(&pl_slots[fd].rgen, memory_order_relaxed) != pl_gen + 1 &&
+	    !judged_free(fd, want))
 		on_slot(fd, read_first, 0, 0);
+}
+
+/* The first read, not judged: counted. Short of what it asked for and of
+ * the minimum size, it reached the end of a small file (or a pipe's
+ * bytes): nothing to follow, and later reads need no fstat. */
+static bool counted_read(int fd, ssize_t n, int64_t want)
+{
+	struct slot *s = peek(fd);
+	bool first;
+
+	if (!s)
+		return true;
+	first = s->gen == pl_gen && s->rstate == R_UNKNOWN && !s->rcounted;
+	if (first) {
+		s->rcounted = true;
+		if (want > n && (uint64_t)n < pl_conf.min_size) {
+			s->rstate = R_IGNORED;
+			atomic_store_explicit(&s->rgen, pl_gen + 1, memory_order_relaxed);
+		}
+	}
+	put(s);
+	return first;
 }
 
 /* The reader side is judged and not followed: nothing to do, no fstat. */
@@ -366,14 +415,14 @@ static bool unfollowed(int fd)
 
 	if (!s)
 		return true;
-	no = s->gen == gen && s->rstate == R_IGNORED;
+	no = s->gen == pl_gen && s->rstate == R_IGNORED;
 	put(s);
 	return no;
 }
 
-void pl_read(int fd, int64_t off, ssize_t n)
+void pl_read(int fd, int64_t off, ssize_t n, int64_t want)
 {
-	if (!skipped(fd) && !unfollowed(fd))
+	if (!skipped(fd) && !counted_read(fd, n, want) && n > 0 && !unfollowed(fd))
 		on_slot(fd, pl_read_step, off, n);
 }
 
@@ -392,12 +441,12 @@ static bool forget_idle(int fd)
 	bool idle;
 	int e;
 
-	if (!slots || fd < 0 || fd >= PL_NSLOT)
+	if (!pl_slots || fd < 0 || fd >= PL_NSLOT)
 		return true;
-	s = &slots[fd];
+	s = &pl_slots[fd];
 	if (atomic_exchange_explicit(&s->busy, 1, memory_order_acquire))
 		return true;
-	idle = s->gen != gen || (!s->paced && !s->big && !s->err && s->rstate != R_READER);
+	idle = s->gen != pl_gen || (!s->paced && !s->big && !s->err && s->rstate != R_READER);
 	if (idle) {
 		e = errno;
 		pl_forget_reader(s);
@@ -416,78 +465,4 @@ void pl_closing(int fd)
 		pl_opened(fd);
 	else if (!forget_idle(fd))
 		on_slot(fd, finish, 0, 0);
-}
-
-/* Load, fork, exit ----------------------------------------------------- */
-
-/* The child starts afresh: a slot of an older generation is reset on first
- * use, and a slot another thread held at fork is free again. */
-static void in_child(void)
-{
-	int fd, h = atomic_load(&hiwater);
-
-	gen++;
-	for (fd = 0; fd <= h; fd++) {
-		atomic_store(&slots[fd].busy, 0);
-		atomic_store(&slots[fd].rgen, 0);
-	}
-	atomic_store(&st_files, 0);
-	atomic_store(&st_bytes, 0);
-	atomic_store(&st_peak, 0);
-	atomic_store(&pl_dropped, 0);
-	atomic_store(&st_errors, 0);
-}
-
-void pl_init(void)
-{
-	void *m;
-
-	if (!pl_parse(getenv("PSPLICE_EXEC"), &pl_conf))
-		return;
-	pl_page = sysconf(_SC_PAGESIZE);
-	m = mmap(NULL, PL_NSLOT * sizeof(struct slot), PROT_READ | PROT_WRITE,
-		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (m == MAP_FAILED || pthread_atfork(NULL, NULL, in_child) != 0) {
-		pl_conf.on = false;
-		return;
-	}
-	slots = m;
-	/* A number far from those a program expects the next open to get. */
-	if (pl_conf.verbose && (errfd = fcntl(2, F_DUPFD_CLOEXEC, 512)) < 0)
-		errfd = 2;
-}
-
-static void summary(void)
-{
-	char msg[256];
-	int n;
-
-	if (!atomic_load(&st_files) && !atomic_load(&pl_dropped) && !atomic_load(&st_errors))
-		return;
-	n = snprintf(msg, sizeof(msg), "psplice exec: pid %d: paced %llu file%s, %llu MiB "
-		     "written, peak dirty+writeback %llu MiB; read-behind dropped %llu MiB; "
-		     "%llu writeback error%s\n", (int)getpid(),
-		     (unsigned long long)atomic_load(&st_files),
-		     atomic_load(&st_files) == 1 ? "" : "s",
-		     (unsigned long long)(atomic_load(&st_bytes) >> 20),
-		     (unsigned long long)(atomic_load(&st_peak) >> 20),
-		     (unsigned long long)(atomic_load(&pl_dropped) >> 20),
-		     (unsigned long long)atomic_load(&st_errors),
-		     atomic_load(&st_errors) == 1 ? "" : "s");
-	if (n > 0)
-		(void)!pl_real.write(errfd, msg, (size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg) - 1);
-}
-
-/* At exit, files still open are settled as a close would. */
-void pl_fini(void)
-{
-	int fd, h;
-
-	if (!slots)
-		return;
-	h = atomic_load(&hiwater);
-	for (fd = 0; fd <= h; fd++)
-		pl_closing(fd);
-	if (pl_conf.verbose)
-		summary();
 }

@@ -34,6 +34,13 @@ struct slot {
 	                           minimum size, so a small one costs nothing */
 	int64_t sampled;        /* wend at the last cachestat, -v */
 	struct psplice_wb wb;
+	bool stated;            /* the program's own fstat since the open said
+	                           smode and ssize: the reader is judged by it */
+	mode_t smode;
+	int64_t ssize;
+	bool rcounted;          /* a read was seen and not judged: the next
+	                           one is (a small file read in one call costs
+	                           nothing) */
 	int64_t rlo, rhi, rdone; /* first read, highest end, dropped up to */
 	int64_t rsize;          /* the size when the reading began */
 	uint8_t *before;        /* page cached before the first read (bit set);
@@ -41,8 +48,21 @@ struct slot {
 	size_t before_len;
 };
 
+#define PL_NSLOT 65536           /* fds past this pass through */
+
+/* track.c: one slot per fd number; a forked child's generation is new. */
+extern struct slot *pl_slots;
+extern unsigned int pl_gen;
+extern atomic_int pl_hiwater;   /* the highest fd number seen */
+
+/* life.c */
 extern int64_t pl_page;
-extern atomic_ullong pl_dropped; /* bytes read-behind dropped, -v */
+/* -v: files paced, bytes written to them, the peak of one's dirty and
+ * writeback bytes, writeback errors, bytes read-behind dropped. */
+extern atomic_ullong pl_st_files, pl_st_bytes, pl_st_peak, pl_st_errors, pl_dropped;
+void pl_add_max(atomic_ullong *v, unsigned long long x);
+/* A writeback error the program did not see: counted and told on stderr. */
+void pl_count_error(int fd, int err);
 
 /* readbehind.c */
 void pl_classify_reader(struct slot *s, int fd, int fl, const struct stat *st);

@@ -5,7 +5,8 @@
  * whose handler writes to a regular file while the program writes (the
  * handler's records complete and in order; a blocked pipe write returns a
  * short count and then EINTR), threads, and a forked child writing the
- * same file. Then the runs are compared: the paced run leaves its big file
+ * same file, and a file read after the program's own fstat, fstatat or
+ * statx of it. Then the runs are compared: the paced run leaves its big file
  * out of the cache, the plain and the off run leave it cached. */
 #include <errno.h>
 #include <fcntl.h>
@@ -215,6 +216,50 @@ static void check_fork(const char *dir)
 	T_ASSERT(t_check_file(path, 14 * MIB, 3));
 }
 
+/* The program's own fstat, fstatat of "" and statx of "" tell the library
+ * what it would otherwise ask itself before the first read; each still
+ * returns what the kernel said. With read-behind on, a file read that way
+ * is dropped from the cache as it is read, all of it. */
+static void check_stat_readers(const char *dir, const char *mode)
+{
+	static const char *const how[] = { "fstat", "fstatat", "statx" };
+	static char buf[PIECE];
+	char path[PATH_MAX];
+	struct stat st;
+	struct statx x;
+	struct t_cache c;
+	ssize_t n;
+	int fd, i;
+
+	snprintf(path, sizeof(path), "%s/stat.%s", dir, mode);
+	fd = t_make_file(path, 8 * MIB, 9);
+	T_OK(fdatasync(fd));
+	T_OK(close(fd));
+	for (i = 0; i < 3; i++) {
+		T_OK(fd = open(path, O_RDONLY));
+		T_OK(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED));
+		memset(&st, 0, sizeof(st));
+		if (i == 0)
+			T_OK(fstat(fd, &st));
+		else if (i == 1)
+			T_OK(fstatat(fd, "", &st, AT_EMPTY_PATH));
+		else if (statx(fd, "", AT_EMPTY_PATH, STATX_BASIC_STATS, &x) == 0)
+			st.st_size = (off_t)x.stx_size;
+		T_EQ(st.st_size, (off_t)(8 * MIB));
+		while ((n = read(fd, buf, sizeof(buf))) > 0)
+			;
+		T_EQ(n, 0);
+		T_OK(close(fd));
+		T_OK(fd = open(path, O_RDONLY));
+		if (!strcmp(mode, "paced") && t_cachestat(fd, 0, 0, &c) == 0 &&
+		    c.cached * (uint64_t)sysconf(_SC_PAGESIZE) > PIECE)
+			T_FAILED("read after %s: %llu pages still cached", how[i],
+				 (unsigned long long)c.cached);
+		T_OK(close(fd));
+	}
+	T_ASSERT(t_check_file(path, 8 * MIB, 9));
+}
+
 static int child(const char *dir, const char *mode)
 {
 	char big[PATH_MAX], out[PATH_MAX];
@@ -227,6 +272,7 @@ static int child(const char *dir, const char *mode)
 	check_signals(dir, big);
 	check_threads(dir);
 	check_fork(dir);
+	check_stat_readers(dir, mode);
 	/* How much of the big file the run left in the cache. */
 	T_OK(fd = open(big, O_RDONLY));
 	/* cachestat counts pages. */
