@@ -4,12 +4,13 @@
  * archive of that size holding four files, rsync -a of a tree of two of
  * those files (2 GiB), and rsync -a of a tree of 10,000 files of 32 KiB (1,000 with
  * --quick). The input (the file, the archive, the tree) is first read into
- * the cache, as another process would have it. Measured, each against
+ * the cache, as another process would have it, and so is a file of 1 GiB
+ * (128 MiB with --quick) no job touches. Measured, each against
  * plain in the same run: the output's own Dirty+Writeback at its peak
  * (cachestat(2) every 10 ms; for a tree the machine's /proc/meminfo above
  * its level at start), the page cache the output holds after, the time to
  * finish, the time until durable (finish, then sync -f of the filesystem),
- * and how much of the input is still cached after. The small-file rsync,
+ * and how much of the input and of the other file is still cached after. The small-file rsync,
  * short, is run seven rounds after one uncounted run: its rows keep the
  * best times, its target the median of each round's ratio. */
 #include <errno.h>
@@ -49,11 +50,14 @@ struct job {
 };
 
 struct result {
-	double peak, growth, finish, durable, in_kept;
+	double peak, growth, finish, durable;
+	double in_kept, other_kept; /* % of the input, of the other's file */
 	bool own;          /* peak is the output's own (cachestat) */
 };
 
 static atomic_bool sampling;
+/* A file of 1 GiB another process had cached, which no job touches. */
+static char other[512];
 
 /* Cached, dirty+writeback bytes of path; -1 when it cannot be asked. */
 static int cache_of(const char *path, double *cached, double *dirty)
@@ -122,7 +126,7 @@ static int run(const struct job *j, const char *prefix, struct result *r)
 {
 	const char *dir = j->dir;
 	struct sampler s = { .job = j, .own = j->own };
-	double in_size, wall;
+	double in_size, other_size, wall;
 	char cmd[8192];
 	pthread_t th;
 	int st;
@@ -130,9 +134,10 @@ static int run(const struct job *j, const char *prefix, struct result *r)
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'; sync -f '%s'", j->out, dir);
 	bench_sh(cmd, NULL, NULL);
 	/* The input, cached by "another process": this one. */
-	snprintf(cmd, sizeof(cmd), "find '%s' -type f -exec cat {} + >/dev/null", j->in);
+	snprintf(cmd, sizeof(cmd), "find '%s' '%s' -type f -exec cat {} + >/dev/null",
+		 j->in, other);
 	bench_sh(cmd, NULL, NULL);
-	if ((in_size = cached_of(j->in)) <= 0)
+	if ((in_size = cached_of(j->in)) <= 0 || (other_size = cached_of(other)) <= 0)
 		return -1;
 	s.base = bench_meminfo_dirty();
 	atomic_store(&sampling, true);
@@ -149,6 +154,7 @@ static int run(const struct job *j, const char *prefix, struct result *r)
 	r->own = s.own;
 	r->growth = cached_of(j->out);
 	r->in_kept = 100.0 * cached_of(j->in) / in_size;
+	r->other_kept = 100.0 * cached_of(other) / other_size;
 	return st == 0 ? 0 : -1;
 }
 
@@ -157,7 +163,8 @@ static void add_rows(const char *label, const char *variant, const struct result
 {
 	char item[64], note[160];
 
-	snprintf(note, sizeof(note), "input still cached: %.2f %%", r->in_kept);
+	snprintf(note, sizeof(note), "still cached: the input %.2f %%, the other's file %.2f %%",
+		 r->in_kept, r->other_kept);
 	snprintf(item, sizeof(item), "%s: peak dirty", label);
 	bench_row(GROUP, item, variant, BENCH_MIB, r->peak / MiB, -1, base,
 		  r->own ? "the output's own Dirty+Writeback" :
@@ -203,17 +210,26 @@ static void finish_target(const char *label, double goal, const double *plain,
 			      false, why);
 }
 
-static void targets(const char *label, const struct result *ours, double plain_kept)
+/* What the machine itself does to cache nobody touches, for the why. */
+static const char *pageout(void)
+{
+	return bench_damon_pageout() ? "; the machine pages out idle cache itself (DAMON)" : "";
+}
+
+static void targets(const char *label, const struct result *ours, const struct result *plain)
 {
 	char item[64], what[96], why[160];
 
 	snprintf(what, sizeof(what), "exec %s peak dirty, MiB", label);
 	bench_target_value(what, ours->peak / MiB, 64, false,
 			   ours->own ? "the output's own Dirty+Writeback" : "machine-wide");
-	snprintf(what, sizeof(what), "exec %s other's file still cached, %%", label);
-	snprintf(why, sizeof(why), "the input, cached before the run; plain, which drops "
-		 "nothing, kept %.2f %%%s", plain_kept, bench_damon_pageout() ?
-		 "; the machine pages out idle cache itself (DAMON)" : "");
+	snprintf(what, sizeof(what), "exec %s other's 1 GiB file still cached, %%", label);
+	snprintf(why, sizeof(why), "cached before the run, not touched by it; plain kept "
+		 "%.2f %%%s", plain ? plain->other_kept : 0, pageout());
+	bench_target_value(what, ours->other_kept, 100, true, why);
+	snprintf(what, sizeof(what), "exec %s input still cached, %%", label);
+	snprintf(why, sizeof(why), "the input, cached by another process before the run; "
+		 "plain kept %.2f %%%s", plain ? plain->in_kept : 0, pageout());
 	bench_target_value(what, ours->in_kept, 100, true, why);
 	snprintf(item, sizeof(item), "%s: durable", label);
 	snprintf(what, sizeof(what), "exec %s time to durable vs plain", label);
@@ -229,6 +245,7 @@ static void merge(struct result *r, const struct result *x)
 	r->finish = x->finish < r->finish ? x->finish : r->finish;
 	r->durable = x->durable < r->durable ? x->durable : r->durable;
 	r->in_kept = x->in_kept < r->in_kept ? x->in_kept : r->in_kept;
+	r->other_kept = x->other_kept < r->other_kept ? x->other_kept : r->other_kept;
 }
 
 static void report(const struct job *j, const char *label, const struct result *r,
@@ -250,7 +267,7 @@ static void report(const struct job *j, const char *label, const struct result *
 	if (j->finish_goal > 0)
 		finish_target(label, j->finish_goal, fin[0], fin[2], rounds);
 	else
-		targets(label, &r[2], runs[0] ? r[0].in_kept : 0);
+		targets(label, &r[2], runs[0] ? &r[0] : NULL);
 }
 
 /* The variants in turn, j->reps rounds of them (one a round, so the
@@ -353,24 +370,30 @@ static void rsync_job(const struct bench_opts *o, const char *in, const char *la
 	job(&j, label, o->self);
 }
 
-void bench_exec(const struct bench_opts *o)
+static void dd_job(const struct bench_opts *o, uint64_t size)
 {
-	uint64_t size = o->quick ? (uint64_t)256 << 20 : (uint64_t)4 << 30;
-	int nsmall = o->quick ? 1000 : 10000;
-	char label[64], tree[400], cmd[1024];
-	struct job dd = { .dir = o->dir, .own = true }, tx = { .dir = o->dir };
+	struct job dd = { .dir = o->dir, .own = true };
+	char label[64];
 
 	snprintf(dd.in, sizeof(dd.in), "%s/exec-in", o->dir);
 	snprintf(dd.out, sizeof(dd.out), "%s/exec-out", o->dir);
 	snprintf(label, sizeof(label), "dd bs=1M, %llu MiB", (unsigned long long)(size >> 20));
 	if (bench_make_file(dd.in, size) < 0) {
 		bench_skip(GROUP, label, "all", "cannot make the input: %s", strerror(errno));
-	} else {
-		snprintf(dd.cmd, sizeof(dd.cmd), "%%sdd if='%s' of='%s' bs=1M status=none",
-			 dd.in, dd.out);
-		job(&dd, label, o->self);
-		unlink(dd.in);
+		return;
 	}
+	snprintf(dd.cmd, sizeof(dd.cmd), "%%sdd if='%s' of='%s' bs=1M status=none", dd.in,
+		 dd.out);
+	job(&dd, label, o->self);
+	unlink(dd.in);
+}
+
+/* tar xf of the archive of the tree, then rsync -a of half the tree. */
+static void tree_jobs(const struct bench_opts *o, uint64_t size)
+{
+	struct job tx = { .dir = o->dir };
+	char label[64], tree[400], cmd[1024];
+
 	snprintf(label, sizeof(label), "tar xf, %llu MiB", (unsigned long long)(size >> 20));
 	if (make_tree(o->dir, size, tree, sizeof(tree)) < 0) {
 		bench_skip(GROUP, label, "all", "cannot make the tree and its archive");
@@ -389,14 +412,35 @@ void bench_exec(const struct bench_opts *o)
 	}
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s' '%s.tar'", tree, tree);
 	bench_sh(cmd, NULL, NULL);
+}
+
+static void small_job(const struct bench_opts *o, int nsmall)
+{
+	char label[64], tree[400], cmd[1024];
+
 	snprintf(label, sizeof(label), "rsync, %d files of %llu KiB", nsmall,
 		 (unsigned long long)(SMALL >> 10));
-	if (make_small(o->dir, nsmall, tree, sizeof(tree)) < 0) {
+	if (make_small(o->dir, nsmall, tree, sizeof(tree)) < 0)
 		bench_skip(GROUP, label, "all", "cannot make the files");
-	} else {
+	else
 		/* Short runs: seven rounds. */
 		rsync_job(o, tree, label, 1.05, 7);
-	}
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tree);
 	bench_sh(cmd, NULL, NULL);
+}
+
+void bench_exec(const struct bench_opts *o)
+{
+	uint64_t size = o->quick ? (uint64_t)256 << 20 : (uint64_t)4 << 30;
+
+	snprintf(other, sizeof(other), "%s/exec-other", o->dir);
+	if (bench_make_file(other, o->quick ? (uint64_t)128 << 20 : (uint64_t)1 << 30) < 0) {
+		bench_skip(GROUP, "all", "all", "cannot make the other's file: %s",
+			   strerror(errno));
+		return;
+	}
+	dd_job(o, size);
+	tree_jobs(o, size);
+	small_job(o, o->quick ? 1000 : 10000);
+	unlink(other);
 }
