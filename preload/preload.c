@@ -375,15 +375,17 @@ PL_EXPORT int fdatasync(int fd)
 
 /* The program's own fstat of an fd: what it says is kept for the first
  * read, which then needs no fstat of the library's own. */
-static int stated(int fd, int r, mode_t mode, int64_t size, dev_t dev, ino_t ino)
+static bool following_stat(int r)
 {
-	if (pl_conf.on && pl_conf.read_behind && r == 0)
-		pl_stated(fd, mode, size, dev, ino);
-	return r;
+	return r == 0 && pl_conf.on && pl_conf.read_behind;
 }
 
-/* r is the real call's result, taken before: *st is read only after it. */
-#define STATED(fd, r, st) stated(fd, r, (st)->st_mode, (st)->st_size, (st)->st_dev, (st)->st_ino)
+/* r is the real call's result, taken before: *st is read only after it,
+ * and only when it succeeded. */
+#define STATED(fd, r, st) ({ \
+	if (following_stat(r)) \
+		pl_stated(fd, (st)->st_mode, (st)->st_size, (st)->st_dev, (st)->st_ino); \
+	r; })
 /* fstatat of "" (or, since Linux 6.11, NULL) with AT_EMPTY_PATH: the fd
  * itself. The headers say path is never NULL; the kernel allows it. */
 static bool of_fd(const char *path, int flags)
@@ -410,14 +412,14 @@ PL_EXPORT int fstatat(int dir, const char *path, struct stat *st, int flags)
 {
 	int r = REAL(fstatat)(dir, path, st, flags);
 
-	return of_fd(path, flags) ? STATED(dir, r, st) : r;
+	return following_stat(r) && of_fd(path, flags) ? STATED(dir, r, st) : r;
 }
 
 PL_EXPORT int fstatat64(int dir, const char *path, struct stat64 *st, int flags)
 {
 	int r = REAL(fstatat64)(dir, path, st, flags);
 
-	return of_fd(path, flags) ? STATED(dir, r, st) : r;
+	return following_stat(r) && of_fd(path, flags) ? STATED(dir, r, st) : r;
 }
 
 PL_EXPORT int statx(int dir, const char *path, int flags, unsigned int mask, struct statx *x)
@@ -425,10 +427,10 @@ PL_EXPORT int statx(int dir, const char *path, int flags, unsigned int mask, str
 	int r = REAL(statx)(dir, path, flags, mask, x);
 	unsigned int need = STATX_TYPE | STATX_SIZE | STATX_INO;
 
-	if (!of_fd(path, flags) || r != 0 || (x->stx_mask & need) != need)
-		return r;
-	return stated(dir, r, x->stx_mode, (int64_t)x->stx_size,
-		      makedev(x->stx_dev_major, x->stx_dev_minor), x->stx_ino);
+	if (following_stat(r) && of_fd(path, flags) && (x->stx_mask & need) == need)
+		pl_stated(dir, x->stx_mode, (int64_t)x->stx_size,
+			  makedev(x->stx_dev_major, x->stx_dev_minor), x->stx_ino);
+	return r;
 }
 
 #define RESOLVE(ret, name, args) (void)REAL(name);

@@ -355,6 +355,7 @@ static bool judged_free(int fd, int64_t want)
 	struct slot *s = peek(fd);
 	struct stat st = { 0 };
 	bool done;
+	int e = errno;
 
 	if (!s)
 		return true;
@@ -365,6 +366,7 @@ static bool judged_free(int fd, int64_t want)
 		st.st_dev = s->dev;
 		st.st_ino = s->ino;
 		classify(s, fd, &st, false);
+		errno = e;
 	} else if (done && want >= 0 && (uint64_t)want >= pl_conf.min_size) {
 		done = false;
 	}
@@ -385,10 +387,11 @@ void pl_will_read(int fd, int64_t want)
 		on_slot(fd, read_first, 0, 0);
 }
 
-/* The first read, not judged: counted. Short of what it asked for and of
- * the minimum size, it reached the end of a small file (or a pipe's
+/* The first read, not judged: counted. From the start (or the file
+ * position: the first read since the open), short of what it asked for and
+ * of the minimum size, it reached the end of a small file (or a pipe's
  * bytes): nothing to follow, and later reads need no fstat. */
-static bool counted_read(int fd, ssize_t n, int64_t want)
+static bool counted_read(int fd, int64_t off, ssize_t n, int64_t want)
 {
 	struct slot *s = peek(fd);
 	bool first;
@@ -398,7 +401,7 @@ static bool counted_read(int fd, ssize_t n, int64_t want)
 	first = s->gen == pl_gen && s->rstate == R_UNKNOWN && !s->rcounted;
 	if (first) {
 		s->rcounted = true;
-		if (want > n && (uint64_t)n < pl_conf.min_size) {
+		if ((off == 0 || off == -1) && want > n && (uint64_t)n < pl_conf.min_size) {
 			s->rstate = R_IGNORED;
 			atomic_store_explicit(&s->rgen, pl_gen + 1, memory_order_relaxed);
 		}
@@ -422,7 +425,7 @@ static bool unfollowed(int fd)
 
 void pl_read(int fd, int64_t off, ssize_t n, int64_t want)
 {
-	if (!skipped(fd) && !counted_read(fd, n, want) && n > 0 && !unfollowed(fd))
+	if (!skipped(fd) && !counted_read(fd, off, n, want) && n > 0 && !unfollowed(fd))
 		on_slot(fd, pl_read_step, off, n);
 }
 

@@ -62,13 +62,13 @@ static int fail(struct psplice_wb *wb, int err)
 	return -1;
 }
 
-/* Drop the previous chunk's pages. The kernel drops whole pages only: a
- * page this chunk shares with the chunk dropped just before it (a run that
- * began off a page boundary) is taken from there, within that chunk, as
- * far back as a 64 KiB page would need. */
+/* Drop the previous chunk's pages. The kernel drops whole pages (whole
+ * folios, up to 2 MiB) only: one this chunk shares with the chunk dropped
+ * just before it (a run that began off a page boundary) is taken from
+ * there, within that chunk, as far back as a 2 MiB folio would need. */
 static void drop(struct psplice_wb *wb)
 {
-	int64_t from = wb->prev_start, back = from & ~(int64_t)0xffff;
+	int64_t from = wb->prev_start, back = from & ~(((int64_t)2 << 20) - 1);
 
 	if (from == wb->gone_end && from > wb->gone_start)
 		from = back > wb->gone_start ? back : wb->gone_start;

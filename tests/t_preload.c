@@ -65,7 +65,7 @@ static void put_all(int fd, uint32_t seed, int64_t off, size_t n, bool positiona
 
 static void check_errno(const char *dir)
 {
-	char buf[4096] = { 0 };
+	_Alignas(16) char buf[4096] = { 0 };
 	char path[PATH_MAX];
 	void *volatile bad = (void *)8;
 	int fd, ro;
@@ -92,6 +92,21 @@ static void check_errno(const char *dir)
 	T_ERRNO(dup2(-1, fd), EBADF);
 	T_ERRNO(fsync(-1), EBADF);
 	T_ERRNO(fdatasync(-1), EBADF);
+	/* The stat calls the library reads after: never what a failing call
+	 * left (a pointer the kernel refused, an fd that is not one). */
+	T_ERRNO(fstat(ro, (struct stat *)bad), EFAULT);
+	T_ERRNO(fstat(-1, (struct stat *)buf), EBADF);
+	T_ERRNO(fstatat(ro, (const char *)bad, (struct stat *)buf, AT_EMPTY_PATH), EFAULT);
+	T_ERRNO(statx(ro, (const char *)bad, AT_EMPTY_PATH, STATX_BASIC_STATS,
+		      (struct statx *)buf), EFAULT);
+	T_ERRNO(statx(ro, "", AT_EMPTY_PATH, STATX_BASIC_STATS, (struct statx *)bad), EFAULT);
+	/* A read judged by the program's own fstat keeps errno too. */
+	T_OK(close(ro));
+	T_OK(ro = open(path, O_RDONLY));
+	T_OK(fstat(ro, (struct stat *)buf));
+	errno = ERANGE;
+	T_EQ(read(ro, buf, sizeof(buf)), (long)sizeof(buf));
+	T_EQ(errno, ERANGE);
 	T_OK(close(ro));
 	errno = ERANGE;
 	T_EQ(close(fd), 0);
