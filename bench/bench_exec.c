@@ -58,6 +58,7 @@ struct result {
 static atomic_bool sampling;
 /* A file of 1 GiB another process had cached, which no job touches. */
 static char other[512];
+static double other_mib;
 
 /* Cached, dirty+writeback bytes of path; -1 when it cannot be asked. */
 static int cache_of(const char *path, double *cached, double *dirty)
@@ -213,7 +214,7 @@ static void finish_target(const char *label, double goal, const double *plain,
 /* What the machine itself does to cache nobody touches, for the why. */
 static const char *pageout(void)
 {
-	return bench_damon_pageout() ? "; the machine pages out idle cache itself (DAMON)" : "";
+	return bench_damon_pageout() ? "; DAMON pages out idle cache here" : "";
 }
 
 static void targets(const char *label, const struct result *ours, const struct result *plain)
@@ -223,9 +224,9 @@ static void targets(const char *label, const struct result *ours, const struct r
 	snprintf(what, sizeof(what), "exec %s peak dirty, MiB", label);
 	bench_target_value(what, ours->peak / MiB, 64, false,
 			   ours->own ? "the output's own Dirty+Writeback" : "machine-wide");
-	snprintf(what, sizeof(what), "exec %s other's 1 GiB file still cached, %%", label);
-	snprintf(why, sizeof(why), "cached before the run, not touched by it; plain kept "
-		 "%.2f %%%s", plain ? plain->other_kept : 0, pageout());
+	snprintf(what, sizeof(what), "exec %s other's file still cached, %%", label);
+	snprintf(why, sizeof(why), "%.0f MiB, cached before the run, not touched by it; "
+		 "plain kept %.2f %%%s", other_mib, plain ? plain->other_kept : 0, pageout());
 	bench_target_value(what, ours->other_kept, 100, true, why);
 	snprintf(what, sizeof(what), "exec %s input still cached, %%", label);
 	snprintf(why, sizeof(why), "the input, cached by another process before the run; "
@@ -434,7 +435,8 @@ void bench_exec(const struct bench_opts *o)
 	uint64_t size = o->quick ? (uint64_t)256 << 20 : (uint64_t)4 << 30;
 
 	snprintf(other, sizeof(other), "%s/exec-other", o->dir);
-	if (bench_make_file(other, o->quick ? (uint64_t)128 << 20 : (uint64_t)1 << 30) < 0) {
+	other_mib = o->quick ? 128 : 1024;
+	if (bench_make_file(other, (uint64_t)other_mib << 20) < 0) {
 		bench_skip(GROUP, "all", "all", "cannot make the other's file: %s",
 			   strerror(errno));
 		return;
