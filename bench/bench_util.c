@@ -103,15 +103,22 @@ static struct bench_target *new_target(const char *what, double goal, bool at_le
 	return t;
 }
 
-void bench_target_value(const char *what, double value, double goal, bool at_least,
-			const char *why)
+static void measured(const char *what, double value, double goal, bool at_least,
+		     const char *why, bool ratio)
 {
 	struct bench_target *t = new_target(what, goal, at_least, why);
 
 	if (t) {
 		t->value = value;
 		t->measured = true;
+		t->ratio = ratio;
 	}
+}
+
+void bench_target_value(const char *what, double value, double goal, bool at_least,
+			const char *why)
+{
+	measured(what, value, goal, at_least, why, false);
 }
 
 void bench_target_missing(const char *what, double goal, bool at_least,
@@ -147,13 +154,7 @@ void bench_target_ratio(const char *what, const char *group, const char *item,
 void bench_target_ratio_of(const char *what, double ratio, double goal, bool at_least,
 			   const char *why)
 {
-	struct bench_target *t = new_target(what, goal, at_least, why);
-
-	if (t) {
-		t->value = ratio;
-		t->measured = true;
-		t->ratio = true;
-	}
+	measured(what, ratio, goal, at_least, why, true);
 }
 
 /* The first word of the file at path, in buf; -1 when it cannot be read. */
