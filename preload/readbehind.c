@@ -10,7 +10,6 @@
 #include "track.h"
 
 #define PL_BITMAP_MAX ((size_t)64 << 20) /* pages of files past 2 TiB: left alone */
-#define PL_FOLIO_MAX ((int64_t)2 << 20)  /* the largest folio of the page cache */
 
 void pl_forget_reader(struct slot *s)
 {
@@ -122,7 +121,7 @@ static void was_read(struct slot *s, int fd, int64_t off, int64_t n)
 	/* The page cache holds a file in folios of up to 2 MiB, aligned to
 	 * their size, and drops a folio only when the range covers it whole:
 	 * a range that ends inside one would leave it behind for good. */
-	to = s->rhi / PL_FOLIO_MAX * PL_FOLIO_MAX;
+	to = s->rhi / PS_FOLIO_MAX * PS_FOLIO_MAX;
 	if (to - s->rdone >= (int64_t)pl_conf.chunk) {
 		drop(s, fd, s->rdone, to);
 		s->rdone = to;

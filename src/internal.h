@@ -202,6 +202,10 @@ struct psplice_wb {
 	int64_t prev_start, prev_end; /* submitted, not yet waited on */
 	int64_t gone_start, gone_end; /* the last chunk dropped from the cache */
 };
+/* The largest folio the page cache holds a file in (PMD size on x86-64),
+ * aligned to its size: POSIX_FADV_DONTNEED drops one only when the range
+ * covers it whole. */
+#define PS_FOLIO_MAX ((int64_t)2 << 20)
 /* sync_file_range alone for each chunk: no lock, no allocation and no
  * fallback, so every step is async-signal-safe. */
 #define PS_WB_RAW 0x80000000u

@@ -68,7 +68,7 @@ static int fail(struct psplice_wb *wb, int err)
  * there, within that chunk, as far back as a 2 MiB folio would need. */
 static void drop(struct psplice_wb *wb)
 {
-	int64_t from = wb->prev_start, back = from & ~(((int64_t)2 << 20) - 1);
+	int64_t from = wb->prev_start, back = from & ~(PS_FOLIO_MAX - 1);
 
 	if (from == wb->gone_end && from > wb->gone_start)
 		from = back > wb->gone_start ? back : wb->gone_start;
