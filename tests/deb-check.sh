@@ -177,6 +177,7 @@ done
 ok "ldconfig still knows libpsplice.so.0 after purge" \
 	sh -c '! ldconfig -p | grep -q "libpsplice\.so\.0 "'
 
+echo "deb-check: $((checks - failed)) passed, $failed failed, 0 skipped"
 if [ "$failed" -eq 0 ]; then
 	echo "deb-check: OK: $checks checks: installed$(for p in $pkgs; do printf ' %s' "$p"; done)" \
 		"with dpkg, a C program built via pkg-config runs, psplice --version, psplice bench" \

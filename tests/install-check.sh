@@ -219,6 +219,7 @@ npages=$(ls "$mandir"/man1 "$mandir"/man3 | grep -c '\.[13]$')
 nsyms=$(wc -l <"$tmp/funcs")
 note=
 $have_man || note=" (not rendered: man-db is not installed)"
+echo "install-check: $((checks - failed)) passed, $failed failed, 0 skipped"
 if [ "$failed" -eq 0 ]; then
 	echo "install-check: OK: $checks checks: $soname exports $nsyms psplice functions," \
 		"C, C++ and static builds via pkg-config run, $npages man pages$note"
