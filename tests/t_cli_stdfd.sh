@@ -49,7 +49,7 @@ content_is() { printf '%s\n' "$3" > want.c; cmp -s want.c "$2" || fail "$1" "$2:
 # file or socket the process opened
 on_devnull() { is "$1" /dev/null "$(readlink "/proc/$2/fd/$3")"; }
 # running PID: the process is there and not a zombie
-running() { [ -r "/proc/$1/stat" ] && [ "$(cut -d' ' -f3 "/proc/$1/stat")" != Z ]; }
+running() { st=$(cut -d' ' -f3 "/proc/$1/stat" 2>/dev/null); [ -n "$st" ] && [ "$st" != Z ]; }
 # wait_until LINE TEST...: poll TEST for at most 10 s
 wait_until() {
 	l=$1; shift
@@ -155,6 +155,10 @@ gnu_too $LINENO 0 cat - f
 closed 2 "$P" cat nope f; rc_is $LINENO 1
 content_is $LINENO out one
 gnu_too $LINENO 2 cat nope f
+# The socket of --to on fd 2 got the --verbose line after the data.
+receive tcp got
+closed 2 timeout 10 "$P" cat --verbose --to "$addr" f; rc_is $LINENO 1
+received $LINENO got one
 
 # --- tee: reading a closed input creates the files and fails.
 for n in 0 1 2; do
