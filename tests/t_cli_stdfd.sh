@@ -136,8 +136,23 @@ for n in 0 2; do
 	grep -q '^psplice ' out || fail $LINENO "--version: '$(cat out)'"
 done
 
-# --- cat
+# --- Without a /dev/null to put there (an empty /dev in a mount namespace
+# of its own), nothing is done: exit 1.
 printf 'one\n' > f
+ns=
+for u in "unshare -rm" "unshare -m"; do
+	$u sh -c 'mount -t tmpfs none /dev' 2>/dev/null && { ns=$u; break; }
+done
+if [ -n "$ns" ]; then
+	$ns sh -c 'mount -t tmpfs none /dev && exec "$@"' sh "$P" cp f nodev <&- 2>err; rc=$?
+	rc_is $LINENO 1
+	err_is $LINENO "psplice: cannot open '/dev/null' on a closed descriptor 0: No such file or directory"
+	[ ! -e nodev ] || fail $LINENO "cp ran without a standard input"
+else
+	skip "no mount namespace here: not run without /dev/null"
+fi
+
+# --- cat
 for n in 0 1 2; do
 	closed $n "$P" cat f
 	case $n in
