@@ -5,6 +5,7 @@
 
 int main(int argc, char **argv)
 {
+	cli_std_fds();
 	cli_check_stdout_at_exit();
 	/* Messages read "psplice: ...", as psplice bench's always have. */
 	argv[0] = (char *)CLI_NAME;

@@ -117,15 +117,45 @@ void cli_common_option(const struct cli_cmd *cmd, int c)
 
 static void check_stdout(void)
 {
+	errno = 0;
 	if (fflush(stdout) != 0 || ferror(stdout)) {
 		cli_error(errno, "write error");
 		_exit(1);
 	}
+	/* As in cp(1): a message lost on a closed or full standard error
+	 * still fails the command, though nothing can say so. */
+	if (ferror(stderr))
+		_exit(1);
 }
 
 void cli_check_stdout_at_exit(void)
 {
 	atexit(check_stdout);
+}
+
+/* A standard descriptor left closed by the caller would be taken by the
+ * next file or socket opened here: what was meant for the terminal would
+ * be written into a copy, a prompt answered from a file, a socket read as
+ * standard input. Each closed one gets /dev/null the wrong way round (0
+ * for writing, 1 and 2 for reading), so that our own use of it fails with
+ * EBADF, as on the closed descriptor, and GNU tools' messages follow.
+ * Close-on-exec: a program run from here is handed its standard
+ * descriptors as they came to us, closed. */
+void cli_std_fds(void)
+{
+	int fd, got;
+
+	for (fd = STDIN_FILENO; fd <= STDERR_FILENO; fd++) {
+		if (fcntl(fd, F_GETFD) >= 0 || errno != EBADF)
+			continue;
+		/* The lower ones are open by now: this takes fd itself. */
+		got = open("/dev/null", (fd == STDIN_FILENO ? O_WRONLY : O_RDONLY) | O_CLOEXEC);
+		if (got != fd) {
+			cli_error(got < 0 ? errno : 0, "cannot open %s on a closed descriptor %d",
+				  cli_quote("/dev/null"), fd);
+			exit(1);
+		}
+	}
 }
 
 /* 1048576 -> "1,048,576" */

@@ -164,7 +164,12 @@ void cli_die_of_sigpipe(void);
 void cli_copy_error(const char *in, const char *out, const struct cli_copy *c);
 
 /* Register the check that standard output was written (for --help and
- * --version into a full disk or a closed pipe). */
+ * --version into a full disk or a closed pipe), and that no message failed
+ * to reach standard error: either ends the command with status 1. */
 void cli_check_stdout_at_exit(void);
+/* Give each closed standard descriptor (0, 1, 2) /dev/null, opened so that
+ * using it fails with EBADF, close-on-exec. First thing in main, before
+ * any file or socket is opened; exits 1 if /dev/null cannot be opened. */
+void cli_std_fds(void);
 
 #endif

@@ -38,12 +38,14 @@ static void mode_letters(mode_t m, char s[10])
 /* -i, on stderr as cp(1) asks: "overwrite 'x'? "; for a DST we may not
  * write (root may write any), "unwritable 'x' (mode 0444, r--r--r--); try
  * anyway? ", or with -f, which would replace it, "replace 'x', overriding
- * mode 0444 (r--r--r--)? ". Yes: a line from stdin that starts with y or Y. */
-static bool ask(const struct cp_opts *o, const struct cp_at *dst, const struct stat *d)
+ * mode 0444 (r--r--r--)? ". Yes (1): a line from stdin that starts with y or
+ * Y; no (0) otherwise, and at end of input; -1, said, when stdin cannot be
+ * read (closed): a question no one could answer fails the file, as in cp. */
+static int ask(const struct cp_opts *o, const struct cp_at *dst, const struct stat *d)
 {
 	char *line = NULL, perms[10];
 	size_t size = 0;
-	bool yes;
+	int yes;
 
 	if (S_ISLNK(d->st_mode) || geteuid() == 0 ||
 	    faccessat(dst->dir, dst->name, W_OK, AT_EACCESS) == 0) {
@@ -56,6 +58,10 @@ static bool ask(const struct cp_opts *o, const struct cp_at *dst, const struct s
 	}
 	fflush(stderr);
 	yes = getline(&line, &size, stdin) > 0 && (line[0] == 'y' || line[0] == 'Y');
+	if (!yes && ferror(stdin)) {
+		cli_error(errno, "error reading %s", cli_quote("standard input"));
+		yes = -1;
+	}
 	free(line);
 	return yes;
 }
@@ -122,6 +128,7 @@ int cp_existing(const struct cp_opts *o, const char *src, const struct cp_at *ds
 	struct stat ds, fs;
 	const struct stat *d = &ds;
 	bool dangling = false;
+	int answer;
 
 	*exists = false;
 	/* Not there (or not reachable: making it will say why). */
@@ -148,8 +155,8 @@ int cp_existing(const struct cp_opts *o, const char *src, const struct cp_at *ds
 			  cli_quote(dst->path));
 		return -1;
 	}
-	if (o->clobber == CP_INTERACTIVE && !ask(o, dst, d))
-		return 0;
+	if (o->clobber == CP_INTERACTIVE && (answer = ask(o, dst, d)) <= 0)
+		return answer;
 	if (o->backup != CP_BACKUP_NONE)
 		return backup(o, dst) < 0 ? -1 : 1;
 	/* cp(1) will not create a file where a link points to nothing: the

@@ -93,6 +93,7 @@ int main(int argc, char **argv)
 {
 	const struct cli_cmd *cmd;
 
+	cli_std_fds();
 	cli_check_stdout_at_exit();
 	if (argc < 2)
 		cli_usage_error(NULL, "missing command");
