@@ -131,9 +131,9 @@ static int cat_one(const char *arg, const struct range *rg, bool verbose)
 		}
 	}
 	if (progress)
-		cli_progress_begin(name, input_size(fd, rg));
+		cli_progress_begin(name, input_size(fd, rg), true);
 	r = copy_range(fd, rg, &c);
-	cli_progress_end();
+	cli_progress_end(r >= 0);
 	if (r < 0)
 		rc = failed(name, fd, &c);
 	else if (verbose)
@@ -242,7 +242,8 @@ const struct cli_cmd cli_cmd_cat = {
 	"                     a file is read there without moving its position,\n"
 	"                     a pipe or socket has its first N bytes discarded\n"
 	"      --length=N     copy at most N bytes of each input\n"
-	"      --progress     show bytes, rate and ETA on standard error\n"
+	"      --progress     show bytes, rate and ETA on standard error, then\n"
+	"                     each input's totals\n"
 	"      --to=ADDR      write to a stream socket instead of standard output:\n"
 	"                     HOST:PORT, [IPv6]:PORT or unix:PATH\n"
 	"  -u                 (ignored: output is never buffered)\n"

@@ -167,7 +167,8 @@ static void start_copy(struct data *d)
 	struct stat st;
 
 	if (d->show)
-		cli_progress_begin(j->src, d->holes && blocks < size ? blocks : size);
+		cli_progress_begin(j->src, d->holes && blocks < size ? blocks : size,
+				   j->o->progress == 2);
 	/* Between two files on XFS or btrfs, copy_file_range shares extents
 	 * too: --reflink=never goes through a pipe instead, which always
 	 * copies (as cp(1) avoids copy_file_range then). */
@@ -377,7 +378,7 @@ int cp_copy_data(struct cp_job *j, int in, int out)
 	enum way way;
 	int rc = copy(&d, &way);
 
-	cli_progress_end();
+	cli_progress_end(rc == 0);
 	if (rc == 0)
 		return copied(&d);
 	drop_wb(d.wb);

@@ -9,6 +9,7 @@
 static struct {
 	bool on, drawn;
 	bool tty;        /* stderr is a terminal: one line, redrawn in place */
+	bool asked;      /* --progress: the line stays, with the totals */
 	const char *what;
 	uint64_t total, done;
 	double start, last;
@@ -38,25 +39,49 @@ static int term_width(void)
 	return ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0 ? ws.ws_col : 80;
 }
 
-/* On a terminal, one line redrawn in place and cut to its width (the name
- * gives way first); elsewhere (a log file, a pipe), plain lines without
- * escape codes, once a second. */
-static void draw(double now)
+/* Rounded down, so that 100 % means every byte is in: a copy that failed
+ * at 99.7 % says 99. */
+static int percent(void)
 {
-	char done[32], total[32], rate[32], eta[24], tail[160];
+	int pct = (int)(100.0 * (double)prog.done / (double)prog.total);
+
+	return prog.done < prog.total && pct > 99 ? 99 : pct;
+}
+
+/* After the name: the bytes, the total and percentage when known, the
+ * rate, then the time left, or at the end the time it took. */
+static void tail_text(double now, bool final, char *buf, size_t size)
+{
+	char done[32], total[32], rate[32], clock[24], when[32];
 	double secs = now - prog.start, bps = secs > 0 ? (double)prog.done / secs : 0;
-	int room, name_len = (int)strlen(prog.what);
 
 	cli_human((double)prog.done, done, sizeof(done));
 	cli_human(bps, rate, sizeof(rate));
-	if (prog.total)
-		snprintf(tail, sizeof(tail), ": %s / %s (%3.0f%%)  %s/s  ETA %s", done,
-			 cli_human((double)prog.total, total, sizeof(total)),
-			 100.0 * (double)prog.done / (double)prog.total, rate,
+	if (final)
+		snprintf(when, sizeof(when), "  in %s",
+			 clock_text((double)(long)secs, clock, sizeof(clock)));
+	else if (prog.total)
+		snprintf(when, sizeof(when), "  ETA %s",
 			 clock_text(bps > 0 && prog.total > prog.done ?
-				    (double)(prog.total - prog.done) / bps : 0, eta, sizeof(eta)));
+				    (double)(prog.total - prog.done) / bps : 0, clock, sizeof(clock)));
 	else
-		snprintf(tail, sizeof(tail), ": %s  %s/s", done, rate);
+		when[0] = '\0';
+	if (prog.total)
+		snprintf(buf, size, ": %s / %s (%3d%%)  %s/s%s", done,
+			 cli_human((double)prog.total, total, sizeof(total)), percent(), rate, when);
+	else
+		snprintf(buf, size, ": %s  %s/s%s", done, rate, when);
+}
+
+/* On a terminal, one line redrawn in place and cut to its width (the name
+ * gives way first); elsewhere (a log file, a pipe), plain lines without
+ * escape codes, once a second. The final line ends the terminal's too. */
+static void draw(double now, bool final)
+{
+	char tail[160];
+	int room, name_len = (int)strlen(prog.what);
+
+	tail_text(now, final, tail, sizeof(tail));
 	if (!prog.tty) {
 		fprintf(stderr, "%s%s\n", prog.what, tail);
 	} else {
@@ -68,17 +93,20 @@ static void draw(double now)
 			fprintf(stderr, "\r%s%s\033[K", prog.what, tail);
 		else
 			fprintf(stderr, "\r...%s%s\033[K", prog.what + name_len - (room - 3), tail);
+		if (final)
+			fputc('\n', stderr);
 	}
 	fflush(stderr);
 	prog.drawn = true;
 	prog.last = now;
 }
 
-void cli_progress_begin(const char *what, uint64_t total)
+void cli_progress_begin(const char *what, uint64_t total, bool asked)
 {
 	prog.on = true;
 	prog.drawn = false;
 	prog.tty = isatty(STDERR_FILENO);
+	prog.asked = asked;
 	prog.what = what;
 	prog.total = total;
 	prog.done = 0;
@@ -95,12 +123,22 @@ void cli_progress_add(uint64_t n)
 	now = now_s();
 	/* The first chunk shows at once; then a few times a second. */
 	if (!prog.drawn || now - prog.last >= (prog.tty ? 0.25 : 1.0))
-		draw(now);
+		draw(now, false);
 }
 
-void cli_progress_end(void)
+/* Asked for, the line ends with where the copy ended. A complete copy is
+ * 100 %: the total was what the file said before (its size, or its blocks
+ * when it has holes, which count blocks of metadata and of allocated space
+ * never written too), and the copy took what it had. A failed one says
+ * where it stopped. Shown unasked (a long cp on a terminal), the line was
+ * only there while the copy ran, and goes. */
+void cli_progress_end(bool complete)
 {
-	if (prog.on && prog.drawn && prog.tty) {
+	if (prog.on && complete && prog.total)
+		prog.total = prog.done;
+	if (prog.on && prog.asked) {
+		draw(now_s(), true);
+	} else if (prog.on && prog.drawn && prog.tty) {
 		fputs("\r\033[K", stderr);
 		fflush(stderr);
 	}

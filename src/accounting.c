@@ -134,17 +134,33 @@ int ps__side_of(const struct ps_xfer *x, int err)
 	return PSPLICE_SIDE_OUT;
 }
 
-/* After EAGAIN or EINTR from a call that could have waited on either side:
- * the side that is not ready is the one that would block. A file or block
- * device never makes a call wait, so then it is the output, whatever a poll
- * racing with the output's reader says. When both are ready by the time we
- * look, either answer wakes an event loop at once. */
-int ps__blocked_side(const struct ps_xfer *x)
+/* Whether the input could be the side that said EAGAIN. SPLICE_F_NONBLOCK
+ * makes the pipe operations nonblocking, not the file (splice(2)): a pipe
+ * and a Unix socket honour it, but a tty, /dev/zero or /dev/random read
+ * with the fd's own O_NONBLOCK only, and a blocking one that the flag asked
+ * about was polled ready before the call (nonblock_side). A file or block
+ * device never says it. Sockets keep the poll: TCP and Unix differ. Asking
+ * for O_NONBLOCK costs no call here: the fd's flags were asked before the
+ * move (in the wait or poll before splice, or when a pair or tee was made). */
+static bool input_may_refuse(const struct ps_endpoint *in)
+{
+	if (in->seekable)
+		return false;
+	return in->kind == PS_K_PIPE || ps_is_socket(in->kind) || ps__nonblock(in);
+}
+
+/* After EAGAIN or EINTR (err) from a call that could have waited on either
+ * side: the side that is not ready is the one that would block. An input
+ * that could not have said EAGAIN, or a file or block device, which never
+ * makes a call wait, leaves the output, whatever a poll racing with the
+ * output's reader says. When both are ready by the time we look, either
+ * answer wakes an event loop at once. */
+int ps__blocked_side(const struct ps_xfer *x, int err)
 {
 	struct pollfd p[2] = { { .fd = x->in->fd, .events = POLLIN },
 			       { .fd = x->out->fd, .events = POLLOUT } };
 
-	if (x->in->seekable)
+	if (x->in->seekable || (err == EAGAIN && !input_may_refuse(x->in)))
 		return PSPLICE_SIDE_OUT;
 	if (x->out->seekable || poll(p, 2, 0) < 0)
 		return PSPLICE_SIDE_IN;

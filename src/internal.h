@@ -142,7 +142,7 @@ PS_HIDDEN bool ps__splice_refused(ssize_t r);
 PS_HIDDEN int ps__fail(struct ps_xfer *x, int err, int side);
 PS_HIDDEN ssize_t ps__ran(const struct ps_xfer *x, size_t n);
 PS_HIDDEN int ps__side_of(const struct ps_xfer *x, int err);
-PS_HIDDEN int ps__blocked_side(const struct ps_xfer *x);
+PS_HIDDEN int ps__blocked_side(const struct ps_xfer *x, int err);
 PS_HIDDEN void ps__advance(int64_t *off, uint64_t n);
 PS_HIDDEN bool ps__at_eof(const struct ps_xfer *x);
 PS_HIDDEN bool ps__input_ended(const struct ps_xfer *x);

@@ -34,7 +34,7 @@ ssize_t ps__path_sendfile(struct ps_xfer *x)
 			return ps_not_here((int)-n);
 		if (ps__ended_anyway(x, (int)-n))
 			return 0;
-		return ps__fail(x, (int)-n, n == -EINTR ? ps__blocked_side(x) :
+		return ps__fail(x, (int)-n, n == -EINTR ? ps__blocked_side(x, EINTR) :
 					    ps__side_of(x, (int)-n));
 	}
 	if (n == 0)

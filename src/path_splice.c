@@ -15,7 +15,7 @@ bool ps__splice_refused(ssize_t r)
 static int side_of(const struct ps_xfer *x, int err)
 {
 	if (err == EAGAIN || err == EINTR)
-		return ps__blocked_side(x);
+		return ps__blocked_side(x, err);
 	if (err == EPIPE)
 		return PSPLICE_SIDE_OUT;
 	/* Otherwise the non-pipe side failed; between two pipes only a

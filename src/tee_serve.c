@@ -225,7 +225,7 @@ static int serve_move(struct step *st, struct sink *s)
 			continue;
 		if (!st->known) {
 			if (m == -EAGAIN || m == -EINTR) {
-				st->side = ps__blocked_side(&x);
+				st->side = ps__blocked_side(&x, (int)-m);
 				if (st->side == PSPLICE_SIDE_OUT)
 					ps__fail(&x, (int)-m, PSPLICE_SIDE_OUT);
 				return (int)m;

@@ -1,6 +1,8 @@
 #!/bin/sh
 # The progress line: on a terminal for a large cp, with --progress when asked,
-# never otherwise; always cleared at the end.
+# never otherwise. Shown unasked, it is cleared at the end; asked for, it ends
+# with a line of the totals: 100 % when the copy is complete, else where it
+# stopped.
 dir=$1
 bin=${PSPLICE_BIN:?}
 command -v python3 >/dev/null || { echo "SKIP: python3 is needed to run under a pty"; exit 77; }
@@ -38,6 +40,9 @@ sys.exit(os.waitstatus_to_exitcode(st))
 PY
 }
 esc=$(printf '\033')
+# The last line drawn with the file's name, from what a terminal received.
+last_drawn() { tr '\r' '\n' < "$1" | sed "s/$esc\[K//g" | grep '/big: ' | tail -n 1; }
+done_re=': 80\.0 MiB / 80\.0 MiB (100%)  [0-9.]* [KMGT]*i*B/s  in [0-9]*:[0-9][0-9]$'
 on_pty "$t/tty1" "$bin" cp "$t/big" "$t/c1" || fail "cp on a pty: exit $?"
 cmp -s "$t/big" "$t/c1" || fail "cp on a pty: wrong bytes"
 grep -q 'big: .* / 80.0 MiB (.*%) .*/s  ETA ' "$t/tty1" || fail "no progress line on a pty: $(od -c "$t/tty1" | head)"
@@ -58,6 +63,34 @@ grep -q "big: .*ETA" "$t/err6" || fail "cat --progress printed no line"
 grep -q "$esc" "$t/err6" && fail "cat --progress wrote escape codes into a file"
 tr -d '\n' < "$t/err6" | grep -q "$(printf '\r')" && fail "cat --progress wrote carriage returns into a file"
 grep -qx ".*/big: .*ETA [0-9]*:[0-9][0-9]" "$t/err6" || fail "cat --progress lines: $(head -2 "$t/err6")"
+# Asked for, the line ends with the totals, as a line of its own.
+tail -n 1 "$t/err6" | grep -q "/big$done_re" || fail "cat --progress last line: $(tail -n 1 "$t/err6")"
+tail -n 1 "$t/err4" | grep -q "/big$done_re" || fail "cp --progress last line: $(tail -n 1 "$t/err4")"
+on_pty "$t/tty5" "$bin" cp --progress "$t/big" "$t/c5" || fail "cp --progress on a pty: exit $?"
+last_drawn "$t/tty5" | grep -q "/big$done_re" || fail "cp --progress on a pty ends: $(last_drawn "$t/tty5")"
+# ... and leaves the cursor on a line of its own (the pty writes \r\n).
+[ "$(tail -c 2 "$t/tty5" | od -An -c | tr -d ' ')" = '\r\n' ] ||
+	fail "cp --progress on a pty: no newline after the last line: $(tail -c 8 "$t/tty5" | od -c)"
+# A copy cut short says where it stopped: a reader that leaves after 20 MiB.
+"$bin" cat --progress "$t/big" 2> "$t/err10" | head -c $((20 << 20)) > /dev/null
+tail -n 1 "$t/err10" | grep -q "/big: [0-9.]* MiB / 80\.0 MiB ( *[0-9]%\| *[1-9][0-9]%)  .*  in " ||
+	fail "cat --progress cut short, last line: $(tail -n 1 "$t/err10")"
+on_pty "$t/tty10" /bin/sh -c '"$0" cat --progress "$1" | head -c $((20 << 20)) > /dev/null' \
+	"$bin" "$t/big"
+last_drawn "$t/tty10" | grep -q "/big: [0-9.]* MiB / 80\.0 MiB ( *[0-9]%\| *[1-9][0-9]%)  .*  in " ||
+	fail "cat --progress cut short on a pty: $(last_drawn "$t/tty10")"
+# A file with holes counts its blocks as the total, and space allocated but
+# never written is a block the copy skips: complete, it is still 100 %.
+truncate -s 100M "$t/sparse" && dd if="$t/big" of="$t/sparse" bs=1M count=10 seek=20 \
+	conv=notrunc status=none || fail "making a sparse file"
+if command -v fallocate >/dev/null && fallocate -n -o 50MiB -l 20MiB "$t/sparse" 2>/dev/null; then
+	"$bin" cp --progress "$t/sparse" "$t/c11" 2> "$t/err11" || fail "sparse cp --progress: exit $?"
+	cmp -s "$t/sparse" "$t/c11" || fail "sparse cp --progress: wrong bytes"
+	tail -n 1 "$t/err11" | grep -q "/sparse: [0-9.]* MiB / [0-9.]* MiB (100%)  .*  in " ||
+		fail "sparse cp --progress, last line: $(tail -n 1 "$t/err11")"
+else
+	echo "fallocate -n is not available here: the unwritten-space case is not checked"
+fi
 # On a narrow terminal the line fits: the name gives way.
 long=$t/a-file-name-long-enough-to-push-the-progress-line-past-forty-columns
 ln -s "$t/big" "$long"
@@ -72,4 +105,8 @@ tr '\r' '\n' < "$t/tty9" | sed "s/$esc\[K//g" | awk -v f="$t/tty9" '
 cat "$t/big" | "$bin" cat --progress 2> "$t/err8" > /dev/null || fail "cat --progress pipe: exit $?"
 grep -q "standard input: .*/s" "$t/err8" || fail "pipe progress: $(cat "$t/err8")"
 grep -q "%" "$t/err8" && fail "pipe progress shows a percentage"
+tail -n 1 "$t/err8" | grep -q "^standard input: 80\.0 MiB  .*/s  in [0-9]*:[0-9][0-9]$" ||
+	fail "pipe progress last line: $(tail -n 1 "$t/err8")"
+tail -n 1 "$t/err7" | grep -q "^standard input$done_re" ||
+	fail "file on standard input, last line: $(tail -n 1 "$t/err7")"
 exit 0

@@ -9,6 +9,7 @@
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "t.h"
@@ -19,6 +20,9 @@
 #define RELAY (2u << 20)      /* the event loop's stream */
 #define NB PSPLICE_F_NONBLOCK
 #define JUNK_SEED 9
+#define DEV_CALLS 200000      /* steps from a device into a drained pipe */
+#define DEV_SECS 20           /* and at most this long */
+#define EMPTY_CALLS 1000      /* steps from an empty input into one */
 
 static int src;               /* FILE_SIZE bytes of stream 1 */
 static int outfile;           /* a file output that must stay empty */
@@ -426,6 +430,93 @@ static void relay(void (*make_in)(int[2]), void (*make_out)(int[2]))
 	t_close_pair(d);
 }
 
+/* A child reads the pipe p until its end, a page at a time: slower than
+ * the steps that fill it, so that the pipe is full now and then, and makes
+ * room while the step that met it full still looks. */
+static pid_t drainer(int p[2])
+{
+	static char buf[4096];
+	pid_t pid = fork();
+
+	T_OK(pid);
+	if (pid) {
+		close(p[0]);
+		return pid;
+	}
+	close(p[1]);
+	while (read(p[0], buf, sizeof(buf)) > 0)
+		;
+	_exit(0);
+}
+
+/* Steps from in into a pipe that a child drains, until the given number of
+ * calls or DEV_SECS seconds; counts each side that EAGAIN named. */
+static void count_sides(int in, bool nonblock_out, unsigned int flags, long calls,
+			int sides[3])
+{
+	struct psplice_result r;
+	time_t end = time(NULL) + DEV_SECS;
+	ssize_t n;
+	pid_t pid;
+	int p[2];
+
+	t_pipe(p);
+	t_set_nonblock(p[1], nonblock_out);
+	pid = drainer(p);
+	for (long i = 0; i < calls && (i % 1024 || time(NULL) < end); i++) {
+		n = psplice_ex(in, NULL, p[1], NULL, 65536, flags, &r);
+		if (n >= 0) {
+			T_ASSERT(n > 0);
+			continue;
+		}
+		T_EQ(errno, EAGAIN);
+		T_EQ(r.error, EAGAIN);
+		T_EQ_U(r.out_bytes, 0);
+		sides[r.side]++;
+	}
+	close(p[1]);
+	T_ASSERT(t_wait(pid));
+}
+
+/* /dev/zero never runs dry, and an fd of it opened without O_NONBLOCK
+ * neither waits nor says EAGAIN (splice(2): SPLICE_F_NONBLOCK makes the
+ * pipe operations nonblocking, not the file). Every EAGAIN is the full
+ * pipe's, even when its reader has made room by the time the call looks. */
+static void device_into_drained_pipe(bool nonblock_out, unsigned int flags)
+{
+	int zero = open("/dev/zero", O_RDONLY | O_CLOEXEC), sides[3] = { 0 };
+
+	T_OK(zero);
+	count_sides(zero, nonblock_out, flags, DEV_CALLS, sides);
+	T_EQ(sides[PSPLICE_SIDE_IN], 0);
+	T_EQ(sides[PSPLICE_SIDE_NONE], 0);
+	T_ASSERT(sides[PSPLICE_SIDE_OUT] > 0);
+	close(zero);
+}
+
+/* A character device that does wait: a terminal with nothing typed. Its
+ * own O_NONBLOCK, or the flag on a blocking one, says EAGAIN on its side;
+ * so does an empty pipe, into the same drained pipe. */
+static void empty_device_into_drained_pipe(void)
+{
+	int master, slave, p[2], sides[3] = { 0 };
+
+	t_pty(&master, &slave);
+	count_sides(slave, false, NB, EMPTY_CALLS, sides);
+	t_set_nonblock(slave, true);
+	count_sides(slave, true, 0, EMPTY_CALLS, sides);
+	t_pipe(p);
+	t_set_nonblock(p[0], true);
+	count_sides(p[0], false, NB, EMPTY_CALLS, sides);
+	count_sides(p[0], true, 0, EMPTY_CALLS, sides);
+	T_EQ(sides[PSPLICE_SIDE_OUT], 0);
+	T_EQ(sides[PSPLICE_SIDE_NONE], 0);
+	T_ASSERT(sides[PSPLICE_SIDE_IN] > 0);
+	t_close_pair(p);
+	close(master);
+	close(slave);
+}
+
 int main(int argc, char **argv)
 {
 	t_dir(argc, argv);
@@ -436,6 +527,10 @@ int main(int argc, char **argv)
 	empty_inputs();
 	full_pipe();
 	full_outputs();
+	device_into_drained_pipe(false, NB);
+	device_into_drained_pipe(true, 0);
+	device_into_drained_pipe(true, NB);
+	empty_device_into_drained_pipe();
 	relay(t_unix_pair, t_unix_pair);
 	relay(t_tcp_pair, t_unix_pair);
 	relay(t_unix_pair, t_tcp_pair);
