@@ -205,6 +205,57 @@ EOF
 		[ "$more" -le 5 ] ||
 			fail $LINENO "$c: 300 small files cost $more calls more, want none"
 	done
+
+	# A file in memory only (tmpfs) is not followed: the library makes no
+	# call of its own for it, past one fstatfs per process for the
+	# filesystem (cat reads three files: one), where the same commands on
+	# the scratch filesystem (a disk) are paced and read-behind.
+	mem=
+	if [ "$(stat -f -c %T /dev/shm 2>/dev/null)" = tmpfs ] &&
+		mem=$(mktemp -d /dev/shm/t_cli_exec.XXXXXX); then
+		cli_cleanup() { rm -rf "$mem"; }
+	elif [ "$(id -u)" = 0 ] && mkdir mem && mount -t tmpfs -o size=64m tmpfs mem 2>/dev/null; then
+		mem=$d/mem
+		cli_cleanup() { umount "$d/mem"; }
+	fi
+	# three.sh DIR: dd copies DIR/in to three files in DIR, cat reads them
+	cat >three.sh <<'EOF'
+for i in 1 2 3; do
+	dd if="$1/in" of="$1/f$i" bs=1M status=none || exit
+done
+cat "$1/f1" "$1/f2" "$1/f3" >/dev/null
+EOF
+	# traced OUT DIR [EXEC]: three.sh DIR under strace, with psplice exec
+	# when EXEC is given
+	traced() {
+		o=$1 dir=$2; shift 2
+		head -c $((4 * M)) src >"$dir/in" || return
+		strace -f -qq -e trace=fadvise64,sync_file_range,fstatfs,fstat,newfstatat,fcntl,lseek \
+			-o "$o" "$@" sh three.sh "$dir"
+	}
+	# calls TRACE: how many calls wrote back or dropped pages (cat makes
+	# an fadvise of its own, POSIX_FADV_SEQUENTIAL)
+	calls() { grep -Ec '^[0-9]+ +(fadvise64\(.*DONTNEED|sync_file_range\()' "$1"; }
+	exec_args="$P exec --min-size=1M --chunk=1M --read-behind --"
+	if [ -n "$mem" ]; then
+		traced disk "$d" $exec_args || fail $LINENO "three failed under psplice exec"
+		grep -q 'sync_file_range(' disk || fail $LINENO "no write-behind on $d"
+		grep -q 'fadvise64(.*DONTNEED' disk || fail $LINENO "no read-behind on $d"
+		traced plain "$mem" || fail $LINENO "three failed on tmpfs"
+		traced ours "$mem" $exec_args || fail $LINENO "three failed on tmpfs under psplice exec"
+		is $LINENO 0 "$(calls ours)"
+		same $LINENO "$mem/f3" f3
+		# The most fstatfs one process made: 1 (each dd, and cat for its three).
+		is $LINENO 1 "$(awk '/fstatfs\(/ { n[$1]++ } END { for (p in n) if (n[p] > m) m = n[p]; print m + 0 }' ours)"
+		# No fstat, fcntl or lseek per read or write: at most two per file
+		# opened (each dd opens two, cat three).
+		more=$(($(grep -Ec '^[0-9]+ +(fstat|newfstatat|fcntl|lseek)\(' ours) -
+			$(grep -Ec '^[0-9]+ +(fstat|newfstatat|fcntl|lseek)\(' plain)))
+		[ "$more" -le 18 ] ||
+			fail $LINENO "nine tmpfs files opened cost $more calls more, want at most 18"
+	else
+		skip "no tmpfs: /dev/shm is not one and a tmpfs cannot be mounted"
+	fi
 else
 	skip "strace is not installed"
 fi
