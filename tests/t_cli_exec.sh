@@ -33,6 +33,41 @@ is $LINENO "/x.so:$lib" "$(LD_PRELOAD=/x.so $P exec -- sh -c 'echo "$LD_PRELOAD"
 is $LINENO "chunk=1048576,min=0,sync=data,read-behind=1,verbose=0" \
 	"$($P exec --chunk=1M --min-size=0 --sync=data --read-behind -- printenv PSPLICE_EXEC)"
 
+# -v, a program that will not load the library: said before it runs, and
+# only with -v. A static one, a script whose interpreter is one, and a
+# set-user-ID one (the loader then ignores LD_PRELOAD: its maps show no
+# library, where the same program's without the bit do).
+say_static="psplice exec: './st' is statically linked: nothing is paced"
+printf 'int main(void) { return 3; }\n' >st.c
+if cc -static -o st st.c 2>/dev/null; then
+	$P exec -v -- ./st 2>err; rc=$?; rc_is $LINENO 3
+	is $LINENO "$say_static" "$(tail -n 1 err)"
+	$P exec -- ./st 2>err; rc=$?; rc_is $LINENO 3
+	err_is $LINENO
+	printf '#!%s/st\n' "$d" >st.sh && chmod +x st.sh
+	$P exec -v -- ./st.sh 2>err; rc=$?; rc_is $LINENO 3
+	is $LINENO "psplice exec: './st.sh' runs '$d/st', which is statically linked: nothing is paced" \
+		"$(tail -n 1 err)"
+else
+	skip "cc -static cannot link (libc6-dev's libc.a)"
+fi
+cc -o dyn st.c || fail $LINENO "cc cannot build a program"
+$P exec -v -- ./dyn 2>err; rc=$?; rc_is $LINENO 3
+is $LINENO 1 "$(wc -l <err)"
+cp "$(command -v cat)" mycat || fail $LINENO "cannot copy cat"
+$P exec -v -- ./mycat /proc/self/maps >maps 2>err; rc=$?; rc_is $LINENO 0
+is $LINENO 1 "$(wc -l <err)"
+grep -q libpsplice-preload maps || fail $LINENO "the library is not in a plain cat's maps"
+if [ "$(id -u)" = 0 ] && id nobody >/dev/null 2>&1 && chown nobody mycat && chmod u+s mycat &&
+	python3 -c 'import os, sys; sys.exit(os.statvfs(".").f_flag & os.ST_NOSUID)'; then
+	$P exec -v -- ./mycat /proc/self/maps >maps 2>err; rc=$?; rc_is $LINENO 0
+	! grep -q libpsplice-preload maps || fail $LINENO "the library is in a set-user-ID cat's maps"
+	is $LINENO "psplice exec: './mycat' is set-user-ID (the loader then ignores LD_PRELOAD): nothing is paced" \
+		"$(tail -n 1 err)"
+else
+	skip "a set-user-ID program needs root, the user nobody and a mount without nosuid"
+fi
+
 # dd of 256 MiB: the same bytes; while it ran, the file's dirty+writeback
 # pages (sampled every 10 ms) stayed within a few 8 MiB chunks, and after,
 # its pages are out of the cache, where plain dd leaves them all.
