@@ -54,6 +54,14 @@ fi
 cc -o dyn st.c || fail $LINENO "cc cannot build a program"
 $P exec -v -- ./dyn 2>err; rc=$?; rc_is $LINENO 3
 is $LINENO 1 "$(wc -l <err)"
+# A program for another machine (e_machine, at byte 18, made EM_ARM): the
+# kernel will not run it (execvp then hands it to sh, which fails), but -v
+# has said first why nothing would be paced.
+cp dyn arm && printf '\050\000' | dd of=arm bs=1 seek=18 conv=notrunc status=none ||
+	fail $LINENO "cannot patch a copy of dyn"
+$P exec -v -- ./arm 2>err; rc=$?
+is $LINENO "psplice exec: './arm' is built for another machine or word size than the library: nothing is paced" \
+	"$(sed -n 2p err)"
 cp "$(command -v cat)" mycat || fail $LINENO "cannot copy cat"
 $P exec -v -- ./mycat /proc/self/maps >maps 2>err; rc=$?; rc_is $LINENO 0
 is $LINENO 1 "$(wc -l <err)"
