@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "exec.h"
 
 #ifndef PSPLICE_PRELOAD_PATH
 #define PSPLICE_PRELOAD_PATH "/usr/local/lib/psplice/libpsplice-preload.so"
@@ -105,6 +106,18 @@ static void parse(const struct cli_cmd *cmd, int argc, char **argv, struct exec_
 		cli_usage_error(cmd, "missing command");
 }
 
+/* -v: what is run and how; and, once it is replaced by the command, psplice
+ * cannot tell whether the library was loaded, so what the file says of it
+ * is told now. */
+static void tell(const char *cmd, const char *lib, const char *conf)
+{
+	char why[PATH_MAX + 128];
+
+	fprintf(stderr, CLI_NAME ": exec %s with %s (%s)\n", cli_quote(cmd), lib, conf);
+	if (exec_unloaded(cmd, lib, why, sizeof(why)))
+		fprintf(stderr, CLI_NAME " exec: %s %s: nothing is paced\n", cli_quote(cmd), why);
+}
+
 static int exec_main(const struct cli_cmd *cmd, int argc, char **argv)
 {
 	struct exec_opts o = { .chunk = CLI_CHUNK, .min_size = CLI_CHUNK, .sync = "none" };
@@ -128,8 +141,7 @@ static int exec_main(const struct cli_cmd *cmd, int argc, char **argv)
 		return 125;
 	}
 	if (o.verbose)
-		fprintf(stderr, CLI_NAME ": exec %s with %s (%s)\n", cli_quote(argv[optind]),
-			lib, conf);
+		tell(argv[optind], lib, conf);
 	fflush(NULL);
 	execvp(argv[optind], argv + optind);
 	/* As env(1) and nice(1) say it: 127 not found, 126 found but not run. */
@@ -146,6 +158,8 @@ const struct cli_cmd cli_cmd_exec = {
 	"forward gets write-behind once past --min-size (dirty pages bounded by\n"
 	"about two chunks, and the pages it wrote dropped once on disk). Pages\n"
 	"that were in the cache before the command touched them are never dropped.\n"
+	"Files on tmpfs, ramfs and hugetlbfs are left alone: their pages are the\n"
+	"file, with nothing to write back or drop.\n"
 	"The exit status is COMMAND's; 125 when psplice itself fails, 126 when\n"
 	"COMMAND cannot be run, 127 when it is not found.\n"
 	"\n"
@@ -153,7 +167,9 @@ const struct cli_cmd cli_cmd_exec = {
 	"      --min-size=SIZE  leave files smaller than SIZE alone (default 8M)\n"
 	"      --sync=data|full at close, fdatasync or fsync each paced file\n"
 	"      --read-behind    drop the pages a file read once brought in\n"
-	"  -v, --verbose        at exit, each process that paced or dropped\n"
-	"                       something prints a summary on standard error\n",
+	"  -v, --verbose        say first when COMMAND will not load the library\n"
+	"                       (static, set-user-ID); at exit, each process that\n"
+	"                       paced or dropped something prints a summary on\n"
+	"                       standard error\n",
 	.main = exec_main,
 };

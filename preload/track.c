@@ -301,18 +301,32 @@ int pl_synced(int fd, int r)
 
 /* Both sides ------------------------------------------------------------ */
 
+/* A file in memory only: neither side is followed, and fd is skipped. */
+static void in_memory(struct slot *s)
+{
+	s->wstate = W_IGNORED;
+	s->rstate = R_IGNORED;
+	atomic_store_explicit(&s->rgen, pl_gen + 1, memory_order_relaxed);
+	atomic_store_explicit(&s->skip, pl_gen + 1, memory_order_relaxed);
+}
+
 /* The reader side is judged at the first read or write that sees fd, the
  * writer side at the write that takes it past the minimum size; an fd with
- * nothing to follow on either side is skipped from then on. The flags are
- * asked for only when a side could be followed. */
+ * nothing to follow on either side is skipped from then on. The flags and
+ * the filesystem are asked for only when a side could be followed. */
 static void classify(struct slot *s, int fd, const struct stat *st, bool writing)
 {
 	bool rd = pl_conf.read_behind && s->rstate == R_UNKNOWN;
 	bool wr = writing && s->wstate == W_UNKNOWN;
 	bool big = S_ISREG(st->st_mode) && st->st_size > 0 &&
 		   (uint64_t)st->st_size >= pl_conf.min_size;
-	int fl = wr || (rd && big) ? fcntl(fd, F_GETFL) : 0;
+	int fl;
 
+	if (S_ISREG(st->st_mode) && (wr || (rd && big)) && pl_memory_only(fd, st->st_dev)) {
+		in_memory(s);
+		return;
+	}
+	fl = wr || (rd && big) ? fcntl(fd, F_GETFL) : 0;
 	if (wr)
 		classify_writer(s, fl, st);
 	if (rd) {

@@ -64,6 +64,10 @@ void pl_add_max(atomic_ullong *v, unsigned long long x);
 /* A writeback error the program did not see: counted and told on stderr. */
 void pl_count_error(int fd, int err);
 
+/* memfs.c: fd, whose fstat said dev, is on tmpfs, ramfs or hugetlbfs. At
+ * most one fstatfs per filesystem, none for a block device's. */
+bool pl_memory_only(int fd, dev_t dev);
+
 /* readbehind.c */
 void pl_classify_reader(struct slot *s, int fd, int fl, const struct stat *st);
 void pl_read_step(struct slot *s, int fd, const struct stat *st, int64_t off, int64_t n);

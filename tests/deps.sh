@@ -27,6 +27,8 @@ check)
 	# tar under psplice exec.
 	want strace strace
 	want tar tar
+	# t_cli_exec.sh links a static program (cc -static wants libc.a).
+	[ -e "$(gcc -print-file-name=libc.a)" ] || need="$need libc6-dev"
 	# t_cli_completion.sh drives the completion with bash-completion's helpers.
 	[ -r /usr/share/bash-completion/bash_completion ] || need="$need bash-completion"
 	# The fuzzers: clang's libFuzzer (libclang-rt-14-dev) and llvm-cov.

@@ -33,6 +33,49 @@ is $LINENO "/x.so:$lib" "$(LD_PRELOAD=/x.so $P exec -- sh -c 'echo "$LD_PRELOAD"
 is $LINENO "chunk=1048576,min=0,sync=data,read-behind=1,verbose=0" \
 	"$($P exec --chunk=1M --min-size=0 --sync=data --read-behind -- printenv PSPLICE_EXEC)"
 
+# -v, a program that will not load the library: said before it runs, and
+# only with -v. A static one, a script whose interpreter is one, and a
+# set-user-ID one (the loader then ignores LD_PRELOAD: its maps show no
+# library, where the same program's without the bit do).
+say_static="psplice exec: './st' is statically linked: nothing is paced"
+printf 'int main(void) { return 3; }\n' >st.c
+if cc -static -o st st.c 2>/dev/null; then
+	$P exec -v -- ./st 2>err; rc=$?; rc_is $LINENO 3
+	is $LINENO "$say_static" "$(tail -n 1 err)"
+	$P exec -- ./st 2>err; rc=$?; rc_is $LINENO 3
+	err_is $LINENO
+	printf '#!%s/st\n' "$d" >st.sh && chmod +x st.sh
+	$P exec -v -- ./st.sh 2>err; rc=$?; rc_is $LINENO 3
+	is $LINENO "psplice exec: './st.sh' runs '$d/st', which is statically linked: nothing is paced" \
+		"$(tail -n 1 err)"
+else
+	skip "cc -static cannot link (libc6-dev's libc.a)"
+fi
+cc -o dyn st.c || fail $LINENO "cc cannot build a program"
+$P exec -v -- ./dyn 2>err; rc=$?; rc_is $LINENO 3
+is $LINENO 1 "$(wc -l <err)"
+# A program for another machine (e_machine, at byte 18, made EM_ARM): the
+# kernel will not run it (execvp then hands it to sh, which fails), but -v
+# has said first why nothing would be paced.
+cp dyn arm && printf '\050\000' | dd of=arm bs=1 seek=18 conv=notrunc status=none ||
+	fail $LINENO "cannot patch a copy of dyn"
+$P exec -v -- ./arm 2>err; rc=$?
+is $LINENO "psplice exec: './arm' is built for another machine or word size than the library: nothing is paced" \
+	"$(sed -n 2p err)"
+cp "$(command -v cat)" mycat || fail $LINENO "cannot copy cat"
+$P exec -v -- ./mycat /proc/self/maps >maps 2>err; rc=$?; rc_is $LINENO 0
+is $LINENO 1 "$(wc -l <err)"
+grep -q libpsplice-preload maps || fail $LINENO "the library is not in a plain cat's maps"
+if [ "$(id -u)" = 0 ] && id nobody >/dev/null 2>&1 && chown nobody mycat && chmod u+s mycat &&
+	python3 -c 'import os, sys; sys.exit(os.statvfs(".").f_flag & os.ST_NOSUID)'; then
+	$P exec -v -- ./mycat /proc/self/maps >maps 2>err; rc=$?; rc_is $LINENO 0
+	! grep -q libpsplice-preload maps || fail $LINENO "the library is in a set-user-ID cat's maps"
+	is $LINENO "psplice exec: './mycat' is set-user-ID (the loader then ignores LD_PRELOAD): nothing is paced" \
+		"$(tail -n 1 err)"
+else
+	skip "a set-user-ID program needs root, the user nobody and a mount without nosuid"
+fi
+
 # dd of 256 MiB: the same bytes; while it ran, the file's dirty+writeback
 # pages (sampled every 10 ms) stayed within a few 8 MiB chunks, and after,
 # its pages are out of the cache, where plain dd leaves them all.
@@ -205,6 +248,60 @@ EOF
 		[ "$more" -le 5 ] ||
 			fail $LINENO "$c: 300 small files cost $more calls more, want none"
 	done
+
+	# A file in memory only (tmpfs) is not followed: the library makes no
+	# call of its own for it, past one fstatfs per process for the
+	# filesystem (cat reads three files: one), where the same commands on
+	# the scratch filesystem (a disk) are paced and read-behind.
+	mem=
+	if [ "$(stat -f -c %T /dev/shm 2>/dev/null)" = tmpfs ] &&
+		mem=$(mktemp -d /dev/shm/t_cli_exec.XXXXXX); then
+		cli_cleanup() { rm -rf "$mem"; }
+	elif [ "$(id -u)" = 0 ] && mkdir mem && mount -t tmpfs -o size=64m tmpfs mem 2>/dev/null; then
+		mem=$d/mem
+		cli_cleanup() { umount "$d/mem"; }
+	fi
+	# three.sh DIR: dd copies DIR/in to three files in DIR, cat reads them
+	cat >three.sh <<'EOF'
+for i in 1 2 3; do
+	dd if="$1/in" of="$1/f$i" bs=1M status=none || exit
+done
+cat "$1/f1" "$1/f2" "$1/f3" >/dev/null
+EOF
+	# traced OUT DIR [EXEC]: three.sh DIR under strace, with psplice exec
+	# when EXEC is given; OUT keeps the calls from the exec of sh on (not
+	# psplice's own, which a sanitizer's runtime adds to)
+	traced() {
+		o=$1 dir=$2; shift 2
+		head -c $((4 * M)) src >"$dir/in" || return
+		strace -f -qq -o "$o.all" \
+			-e trace=execve,fadvise64,sync_file_range,fstatfs,fstat,newfstatat,fcntl,lseek \
+			"$@" sh three.sh "$dir" || return
+		awk '/execve\("[^"]*\/sh"/ { on = 1 } on' "$o.all" >"$o"
+	}
+	# calls TRACE: how many calls wrote back or dropped pages (cat makes
+	# an fadvise of its own, POSIX_FADV_SEQUENTIAL)
+	calls() { grep -Ec '^[0-9]+ +(fadvise64\(.*DONTNEED|sync_file_range\()' "$1"; }
+	exec_args="$P exec --min-size=1M --chunk=1M --read-behind --"
+	if [ -n "$mem" ]; then
+		traced disk "$d" $exec_args || fail $LINENO "three failed under psplice exec"
+		grep -q 'sync_file_range(' disk || fail $LINENO "no write-behind on $d"
+		grep -q 'fadvise64(.*DONTNEED' disk || fail $LINENO "no read-behind on $d"
+		traced plain "$mem" || fail $LINENO "three failed on tmpfs"
+		traced ours "$mem" $exec_args || fail $LINENO "three failed on tmpfs under psplice exec"
+		is $LINENO 0 "$(calls ours)"
+		same $LINENO "$mem/f3" f3
+		# The most fstatfs one process made: 1 (each dd, and cat for its three).
+		is $LINENO 1 "$(awk '/fstatfs\(/ { n[$1]++ } END { for (p in n) if (n[p] > m) m = n[p]; print m + 0 }' ours)"
+		# No fstat, fcntl or lseek per read or write: at most two per file
+		# opened (each dd opens two, cat three).
+		more=$(($(grep -Ec '^[0-9]+ +(fstat|newfstatat|fcntl|lseek)\(' ours) -
+			$(grep -Ec '^[0-9]+ +(fstat|newfstatat|fcntl|lseek)\(' plain)))
+		[ "$more" -le 18 ] ||
+			fail $LINENO "nine tmpfs files opened cost $more calls more, want at most 18"
+	else
+		skip "no tmpfs: /dev/shm is not one and a tmpfs cannot be mounted"
+	fi
 else
 	skip "strace is not installed"
 fi
