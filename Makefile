@@ -52,6 +52,9 @@ BENCH_DIR ?= $(LIBEXECDIR)/psplice
 TEST_SRC := $(wildcard tests/t_*.c)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 TEST_HELP := $(BUILD)/tests/helpers.o
+# Runnable programs apart from the tests (examples/), which the tests run.
+EXAMPLE_SRC := $(wildcard examples/*.c)
+EXAMPLE_BIN := $(EXAMPLE_SRC:examples/%.c=$(BUILD)/examples/%)
 PRELOAD := $(BUILD)/libpsplice-preload.so
 PRELOAD_SRC := $(wildcard preload/*.c)
 PRELOAD_OBJ := $(PRELOAD_SRC:preload/%.c=$(BUILD)/preload/%.o)
@@ -62,13 +65,14 @@ PRELOAD_CFLAGS := $(filter-out $(SAN),$(LIB_CFLAGS)) -U_FILE_OFFSET_BITS -Isrc
 PRELOAD_LIB := $(if $(SAN),$(BUILD)/preload/libpsplice.a,$(BUILD)/libpsplice.a)
 PRELOAD_DIR ?= $(LIBDIR)/psplice
 
-.PHONY: all lib tools tests check check-quick check-asan check-tsan check-valgrind check-abi \
+.PHONY: all lib tools tests examples check check-quick check-asan check-tsan check-valgrind check-abi \
 	demo install install-check clean deps deps-demo deps-deb bench deb deb-check stress
 all: lib tools
 
 lib: $(BUILD)/libpsplice.a $(BUILD)/$(SONAME)
 tools: $(BUILD)/psplice $(BUILD)/psplice-bench $(PRELOAD)
-tests: $(TEST_BIN)
+tests: $(TEST_BIN) examples
+examples: $(EXAMPLE_BIN)
 
 $(BUILD)/src/%.o: src/%.c src/*.h include/psplice.h
 	@mkdir -p $(@D)
@@ -147,6 +151,13 @@ $(BUILD)/tests/t_%: tests/t_%.c $(TEST_HELP) $(BUILD)/libpsplice.a tests/t.h
 	@mkdir -p $(@D)
 	$(call say,CC,$<)
 	$(Q)$(CC) $(APP_CFLAGS) $(LDFLAGS) -Isrc -o $@ $< $(TEST_HELP) $(BUILD)/libpsplice.a $(LDLIBS)
+
+# An example uses the public header alone, as a program outside the tree
+# would; it links the static library so that it runs from the build tree.
+$(BUILD)/examples/%: examples/%.c $(BUILD)/libpsplice.a include/psplice.h
+	@mkdir -p $(@D)
+	$(call say,CC,$<)
+	$(Q)$(CC) $(APP_CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libpsplice.a $(LDLIBS)
 
 # The main job, on generated data.
 demo: deps-demo tools
