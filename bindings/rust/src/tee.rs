@@ -34,7 +34,8 @@ pub struct SinkResult {
 /// a tee is freed; this type does not: [`into_pending`](Tee::into_pending)
 /// returns it, and a tee dropped holding bytes treats them as a [`Pair`]
 /// does (the handler of [`on_drop_pending`](Tee::on_drop_pending), else a
-/// panic in debug builds).
+/// panic in debug builds) — except the bytes of a sink that failed (EPIPE,
+/// ENOSPC), which can never reach it: without a handler they go with it.
 ///
 /// [`Pair`]: crate::Pair
 pub struct Tee<'fd> {
@@ -141,6 +142,18 @@ impl<'fd> Tee<'fd> {
     }
 }
 
+impl Tee<'_> {
+    /// Whether sink i is out: its last result holds an error other than a
+    /// wait or an interruption (a sink that failed says so again on every
+    /// later step).
+    fn sink_failed(&self, i: usize) -> bool {
+        let kind = io::Error::from_raw_os_error(self.results[i].error).kind();
+        self.results[i].error != 0
+            && kind != io::ErrorKind::WouldBlock
+            && kind != io::ErrorKind::Interrupted
+    }
+}
+
 fn sink_result(res: &sys::psplice_result) -> SinkResult {
     // A sink's result never parks: a tee keeps what a sink could not take.
     let own = sys::psplice_result { parked: std::ptr::null(), parked_len: 0, ..*res };
@@ -153,12 +166,17 @@ fn sink_result(res: &sys::psplice_result) -> SinkResult {
 
 impl Drop for Tee<'_> {
     fn drop(&mut self) {
+        let handler = self.on_drop.take();
         let mut bytes = Vec::new();
         for i in 0..self.len() {
-            bytes.extend(take_all(|buf| self.take(i, buf), || self.pending(i)));
+            // A sink that failed is out of the tee: what it still held can
+            // never reach it, and goes with it unless a handler wants it.
+            if handler.is_some() || !self.sink_failed(i) {
+                bytes.extend(take_all(|buf| self.take(i, buf), || self.pending(i)));
+            }
         }
         // SAFETY: the tee is live and freed once.
         unsafe { sys::psplice_tee_free(self.raw.as_ptr()) };
-        hand_back(bytes, self.on_drop.take(), "a Tee");
+        hand_back(bytes, handler, "a Tee");
     }
 }

@@ -60,3 +60,33 @@ pub fn slow_reader<R: Read + Send + 'static>(mut r: R, chunk: usize, pause: Dura
         got
     })
 }
+
+/// Sockets set up so that a move takes bytes it cannot deliver: `input`
+/// holds `n` bytes of `data`, `output` is full (its peer, `drain`, has
+/// `filled` bytes of zeros to read first). Both are non-blocking.
+pub struct Jammed {
+    pub input: UnixStream,
+    pub output: UnixStream,
+    pub drain: UnixStream,
+    pub feed: UnixStream,
+    pub filled: usize,
+}
+
+pub fn jammed(n: usize) -> Jammed {
+    let (mut feed, input) = sockets();
+    let (output, drain) = sockets();
+    input.set_nonblocking(true).unwrap();
+    output.set_nonblocking(true).unwrap();
+    feed.set_nonblocking(true).unwrap();
+    let filler = vec![0u8; 64 << 10];
+    let mut filled = 0usize;
+    while let Ok(k) = (&output).write(&filler) {
+        filled += k;
+    }
+    let bytes = data(n);
+    let mut sent = 0;
+    while sent < n {
+        sent += feed.write(&bytes[sent..]).expect("the input socket takes n bytes");
+    }
+    Jammed { input, output, drain, feed, filled }
+}
