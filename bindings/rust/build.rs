@@ -26,7 +26,10 @@ fn main() {
 /// Passes on what `pkg-config --libs psplice` says; false when pkg-config
 /// is missing or does not know the library.
 fn from_pkg_config() -> bool {
-    let out = match Command::new("pkg-config").args(["--libs", "psplice"]).output() {
+    let out = match Command::new("pkg-config")
+        .args(["--libs", "psplice"])
+        .output()
+    {
         Ok(out) if out.status.success() => out,
         _ => return false,
     };

@@ -61,10 +61,19 @@ pub enum Method {
 impl Method {
     pub(crate) fn from_raw(method: c_int) -> Method {
         const ALL: [Method; 8] = [
-            Method::None, Method::Clone, Method::CopyFileRange, Method::Sendfile,
-            Method::Splice, Method::SplicePipe, Method::Vmsplice, Method::ReadWrite,
+            Method::None,
+            Method::Clone,
+            Method::CopyFileRange,
+            Method::Sendfile,
+            Method::Splice,
+            Method::SplicePipe,
+            Method::Vmsplice,
+            Method::ReadWrite,
         ];
-        usize::try_from(method).ok().and_then(|i| ALL.get(i).copied()).unwrap_or(Method::None)
+        usize::try_from(method)
+            .ok()
+            .and_then(|i| ALL.get(i).copied())
+            .unwrap_or(Method::None)
     }
 
     /// The library's name for it: "clone", "copy_file_range", ..., "none".
@@ -208,8 +217,14 @@ impl Error {
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} (side {}; {} bytes taken, {} delivered",
-               self.to_io_error(), self.side.name(), self.in_bytes, self.out_bytes)?;
+        write!(
+            f,
+            "{} (side {}; {} bytes taken, {} delivered",
+            self.to_io_error(),
+            self.side.name(),
+            self.in_bytes,
+            self.out_bytes
+        )?;
         if !self.parked.is_empty() {
             write!(f, ", {} parked", self.parked.len())?;
         }

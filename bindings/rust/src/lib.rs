@@ -115,7 +115,11 @@ pub struct Moved {
 
 impl Moved {
     fn from_result(res: &sys::psplice_result) -> Moved {
-        Moved { in_bytes: res.in_bytes, out_bytes: res.out_bytes, method: Method::from_raw(res.method) }
+        Moved {
+            in_bytes: res.in_bytes,
+            out_bytes: res.out_bytes,
+            method: Method::from_raw(res.method),
+        }
     }
 }
 
@@ -145,21 +149,21 @@ fn raw_ptr(off: &mut Option<i64>) -> *mut i64 {
     off.as_mut().map_or(std::ptr::null_mut(), |o| o as *mut i64)
 }
 
-/// The `Result` of a step: a count means success, even when the result
-/// records an error after some bytes went out with nothing parked (as with
+/// Runs a C move or copy with the offsets and a fresh result. A negative
+/// return is the error; any other is success, even when the result records
+/// an error after some bytes went out with nothing parked (as with
 /// write(2), the next call meets that error again).
-pub(crate) fn step_result(n: isize, res: &sys::psplice_result) -> Result<Moved, Error> {
-    if n < 0 {
-        return Err(Error::from_result(res, io::Error::last_os_error()));
-    }
-    Ok(Moved::from_result(res))
-}
-
-pub(crate) fn copy_result(rc: i32, res: &sys::psplice_result) -> Result<Moved, Error> {
+pub(crate) fn run_move(
+    off_in: Option<&mut u64>,
+    off_out: Option<&mut u64>,
+    call: impl FnOnce(*mut i64, *mut i64, *mut sys::psplice_result) -> isize,
+) -> Result<Moved, Error> {
+    let mut res = sys::psplice_result::default();
+    let rc = with_offsets(off_in, off_out, |oi, oo| call(oi, oo, &mut res));
     if rc < 0 {
-        return Err(Error::from_result(res, io::Error::last_os_error()));
+        return Err(Error::from_result(&res, io::Error::last_os_error()));
     }
-    Ok(Moved::from_result(res))
+    Ok(Moved::from_result(&res))
 }
 
 /// One step of up to `len` bytes from `fd_in` to `fd_out`, as splice(2)
@@ -178,13 +182,12 @@ pub fn step(
     len: usize,
     flags: Flags,
 ) -> Result<Moved, Error> {
-    let mut res = sys::psplice_result::default();
-    let n = with_offsets(off_in, off_out, |oi, oo| {
-        // SAFETY: the fds are borrowed for the call; the offsets and res
-        // point to live locals.
-        unsafe { sys::psplice_ex(fd_in.as_raw_fd(), oi, fd_out.as_raw_fd(), oo, len, flags.0, &mut res) }
-    });
-    step_result(n, &res)
+    let (fd_in, fd_out) = (fd_in.as_raw_fd(), fd_out.as_raw_fd());
+    // SAFETY: the fds are borrowed for the call; the offsets and the
+    // result point to live locals.
+    run_move(off_in, off_out, |oi, oo, res| unsafe {
+        sys::psplice_ex(fd_in, oi, fd_out, oo, len, flags.0, res)
+    })
 }
 
 /// Copy `len` bytes, or to the end of the input with [`TO_EOF`], retrying
@@ -198,12 +201,11 @@ pub fn copy(
     len: u64,
     flags: Flags,
 ) -> Result<Moved, Error> {
-    let mut res = sys::psplice_result::default();
-    let rc = with_offsets(off_in, off_out, |oi, oo| {
-        // SAFETY: as in step.
-        unsafe { sys::psplice_copy(fd_in.as_raw_fd(), oi, fd_out.as_raw_fd(), oo, len, flags.0, &mut res) }
-    });
-    copy_result(rc, &res)
+    let (fd_in, fd_out) = (fd_in.as_raw_fd(), fd_out.as_raw_fd());
+    // SAFETY: as in step.
+    run_move(off_in, off_out, |oi, oo, res| unsafe {
+        sys::psplice_copy(fd_in, oi, fd_out, oo, len, flags.0, res) as isize
+    })
 }
 
 /// "MAJOR.MINOR.PATCH" of the library that is running.

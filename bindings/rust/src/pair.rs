@@ -7,7 +7,7 @@ use std::marker::PhantomData;
 use std::os::fd::{AsRawFd, BorrowedFd};
 use std::ptr::NonNull;
 
-use crate::{copy_result, step_result, sys, with_offsets, Error, Flags, Moved};
+use crate::{run_move, sys, Error, Flags, Moved};
 
 /// What receives the bytes a dropped pair or tee still held.
 pub(crate) type DropHandler<'fd> = Box<dyn FnOnce(Vec<u8>) + Send + 'fd>;
@@ -52,11 +52,20 @@ impl<'fd> Pair<'fd> {
     /// the planning flags: REFLINK, NOFALLBACK, `Flags::only`, and
     /// SIGPIPE_IGNORED.
     #[doc(alias = "psplice_pair_new")]
-    pub fn new(fd_in: BorrowedFd<'fd>, fd_out: BorrowedFd<'fd>, flags: Flags) -> Result<Pair<'fd>, Error> {
+    pub fn new(
+        fd_in: BorrowedFd<'fd>,
+        fd_out: BorrowedFd<'fd>,
+        flags: Flags,
+    ) -> Result<Pair<'fd>, Error> {
         // SAFETY: plain call on borrowed fds; the pair does not outlive them.
-        let raw = unsafe { sys::psplice_pair_new(fd_in.as_raw_fd(), fd_out.as_raw_fd(), flags.bits()) };
+        let raw =
+            unsafe { sys::psplice_pair_new(fd_in.as_raw_fd(), fd_out.as_raw_fd(), flags.bits()) };
         match NonNull::new(raw) {
-            Some(raw) => Ok(Pair { raw, on_drop: None, _fds: PhantomData }),
+            Some(raw) => Ok(Pair {
+                raw,
+                on_drop: None,
+                _fds: PhantomData,
+            }),
             None => Err(Error::last(io::Error::last_os_error())),
         }
     }
@@ -66,27 +75,36 @@ impl<'fd> Pair<'fd> {
     /// for [`step`](crate::step).
     #[doc(alias = "psplice_pair_move")]
     #[doc(alias = "move")]
-    pub fn step(&self, off_in: Option<&mut u64>, off_out: Option<&mut u64>, len: usize,
-                flags: Flags) -> Result<Moved, Error> {
-        let mut res = sys::psplice_result::default();
-        let n = with_offsets(off_in, off_out, |oi, oo| {
-            // SAFETY: the pair is live; offsets and res point to locals.
-            unsafe { sys::psplice_pair_move(self.raw.as_ptr(), oi, oo, len, flags.bits(), &mut res) }
-        });
-        step_result(n, &res)
+    pub fn step(
+        &self,
+        off_in: Option<&mut u64>,
+        off_out: Option<&mut u64>,
+        len: usize,
+        flags: Flags,
+    ) -> Result<Moved, Error> {
+        let raw = self.raw.as_ptr();
+        // SAFETY: the pair is live; the offsets and the result point to
+        // live locals.
+        run_move(off_in, off_out, |oi, oo, res| unsafe {
+            sys::psplice_pair_move(raw, oi, oo, len, flags.bits(), res)
+        })
     }
 
     /// Copy `len` bytes or to the end ([`TO_EOF`](crate::TO_EOF)), pending
     /// bytes first, counted in `out_bytes` and `len` (psplice_pair_copy(3)).
     #[doc(alias = "psplice_pair_copy")]
-    pub fn copy(&self, off_in: Option<&mut u64>, off_out: Option<&mut u64>, len: u64,
-                flags: Flags) -> Result<Moved, Error> {
-        let mut res = sys::psplice_result::default();
-        let rc = with_offsets(off_in, off_out, |oi, oo| {
-            // SAFETY: as in step.
-            unsafe { sys::psplice_pair_copy(self.raw.as_ptr(), oi, oo, len, flags.bits(), &mut res) }
-        });
-        copy_result(rc, &res)
+    pub fn copy(
+        &self,
+        off_in: Option<&mut u64>,
+        off_out: Option<&mut u64>,
+        len: u64,
+        flags: Flags,
+    ) -> Result<Moved, Error> {
+        let raw = self.raw.as_ptr();
+        // SAFETY: as in step.
+        run_move(off_in, off_out, |oi, oo, res| unsafe {
+            sys::psplice_pair_copy(raw, oi, oo, len, flags.bits(), res) as isize
+        })
     }
 
     /// The bytes the pair holds pending (0 when its input is seekable).
@@ -101,7 +119,13 @@ impl<'fd> Pair<'fd> {
     #[doc(alias = "psplice_pair_take")]
     pub fn take(&self, buf: &mut [u8]) -> usize {
         // SAFETY: buf is writable for its length.
-        unsafe { sys::psplice_pair_take(self.raw.as_ptr(), buf.as_mut_ptr() as *mut c_void, buf.len()) }
+        unsafe {
+            sys::psplice_pair_take(
+                self.raw.as_ptr(),
+                buf.as_mut_ptr() as *mut c_void,
+                buf.len(),
+            )
+        }
     }
 
     /// Every pending byte, the oldest first.
@@ -125,7 +149,10 @@ impl<'fd> Pair<'fd> {
 
 /// Takes in rounds until nothing is left: a round takes what `pending` said,
 /// and the count may have grown meanwhile if other threads move.
-pub(crate) fn take_all(mut take: impl FnMut(&mut [u8]) -> usize, pending: impl Fn() -> usize) -> Vec<u8> {
+pub(crate) fn take_all(
+    mut take: impl FnMut(&mut [u8]) -> usize,
+    pending: impl Fn() -> usize,
+) -> Vec<u8> {
     let mut bytes = Vec::new();
     loop {
         let want = pending();
@@ -153,10 +180,15 @@ pub(crate) fn hand_back(bytes: Vec<u8>, handler: Option<DropHandler<'_>>, what: 
         return;
     }
     if cfg!(debug_assertions) && !std::thread::panicking() {
-        panic!("psplice: {what} dropped holding {} pending bytes; take them first (into_pending)",
-               bytes.len());
+        panic!(
+            "psplice: {what} dropped holding {} pending bytes; take them first (into_pending)",
+            bytes.len()
+        );
     }
-    eprintln!("psplice: {what} dropped holding {} pending bytes, lost", bytes.len());
+    eprintln!(
+        "psplice: {what} dropped holding {} pending bytes, lost",
+        bytes.len()
+    );
 }
 
 impl Drop for Pair<'_> {

@@ -118,7 +118,10 @@ impl From<SyncError> for io::Error {
 fn level_result(rc: c_int, achieved: c_int) -> Result<Level, SyncError> {
     let level = Level::from_raw(achieved);
     if rc < 0 {
-        return Err(SyncError { error: io::Error::last_os_error(), achieved: level });
+        return Err(SyncError {
+            error: io::Error::last_os_error(),
+            achieved: level,
+        });
     }
     Ok(level)
 }
@@ -127,12 +130,25 @@ fn level_result(rc: c_int, achieved: c_int) -> Result<Level, SyncError> {
 /// to the end of the file), then fdatasync or fsync for DATA or METADATA.
 /// Returns the level truly reached; a failure says it too.
 #[doc(alias = "psplice_sync")]
-pub fn sync(fd: BorrowedFd<'_>, offset: u64, nbytes: u64, flags: SyncFlags) -> Result<Level, SyncError> {
+pub fn sync(
+    fd: BorrowedFd<'_>,
+    offset: u64,
+    nbytes: u64,
+    flags: SyncFlags,
+) -> Result<Level, SyncError> {
     let mut achieved: c_int = 0;
     // A u64 past i64::MAX is passed as the negative value the library
     // refuses with EINVAL.
     // SAFETY: plain call on a borrowed fd; achieved is a local.
-    let rc = unsafe { sys::psplice_sync(fd.as_raw_fd(), offset as i64, nbytes as i64, flags.0, &mut achieved) };
+    let rc = unsafe {
+        sys::psplice_sync(
+            fd.as_raw_fd(),
+            offset as i64,
+            nbytes as i64,
+            flags.0,
+            &mut achieved,
+        )
+    };
     level_result(rc, achieved)
 }
 
@@ -155,12 +171,23 @@ impl<'fd> WriteBehind<'fd> {
     /// chunks of `chunk` bytes (0: 8 MiB). `keep_cache` keeps written
     /// chunks in the page cache (PSPLICE_WB_KEEP_CACHE).
     #[doc(alias = "psplice_wb_new")]
-    pub fn new(fd: BorrowedFd<'fd>, chunk: usize, keep_cache: bool) -> io::Result<WriteBehind<'fd>> {
-        let flags = if keep_cache { sys::PSPLICE_WB_KEEP_CACHE } else { 0 };
+    pub fn new(
+        fd: BorrowedFd<'fd>,
+        chunk: usize,
+        keep_cache: bool,
+    ) -> io::Result<WriteBehind<'fd>> {
+        let flags = if keep_cache {
+            sys::PSPLICE_WB_KEEP_CACHE
+        } else {
+            0
+        };
         // SAFETY: plain call on a borrowed fd that outlives the state.
         let raw = unsafe { sys::psplice_wb_new(fd.as_raw_fd(), chunk, flags) };
         match NonNull::new(raw) {
-            Some(raw) => Ok(WriteBehind { raw: Some(raw), _fd: PhantomData }),
+            Some(raw) => Ok(WriteBehind {
+                raw: Some(raw),
+                _fd: PhantomData,
+            }),
             None => Err(io::Error::last_os_error()),
         }
     }

@@ -80,6 +80,8 @@ pub struct psplice_wb {
 }
 
 // enum psplice_sync_level is an int-sized C enum: it is passed as c_int.
+// One line per function, as the header has them.
+#[rustfmt::skip]
 extern "C" {
     pub fn psplice(fd_in: c_int, off_in: *mut i64, fd_out: c_int, off_out: *mut i64,
                    len: usize, flags: c_uint) -> isize;

@@ -55,11 +55,23 @@ impl<'fd> Tee<'fd> {
     /// fall behind before the tee stops reading (0: at once). `flags`:
     /// NOFALLBACK, SIGPIPE_IGNORED.
     #[doc(alias = "psplice_tee_new")]
-    pub fn new(fd_in: BorrowedFd<'fd>, sinks: &[BorrowedFd<'fd>], hold_max: usize,
-               flags: Flags) -> Result<Tee<'fd>, Error> {
+    pub fn new(
+        fd_in: BorrowedFd<'fd>,
+        sinks: &[BorrowedFd<'fd>],
+        hold_max: usize,
+        flags: Flags,
+    ) -> Result<Tee<'fd>, Error> {
         let fds: Vec<c_int> = sinks.iter().map(|fd| fd.as_raw_fd()).collect();
         // SAFETY: fds holds n descriptors, borrowed for the tee's life.
-        let raw = unsafe { sys::psplice_tee_new(fd_in.as_raw_fd(), fds.as_ptr(), fds.len(), hold_max, flags.bits()) };
+        let raw = unsafe {
+            sys::psplice_tee_new(
+                fd_in.as_raw_fd(),
+                fds.as_ptr(),
+                fds.len(),
+                hold_max,
+                flags.bits(),
+            )
+        };
         match NonNull::new(raw) {
             Some(raw) => Ok(Tee {
                 raw,
@@ -87,12 +99,8 @@ impl<'fd> Tee<'fd> {
     /// MORE. Each sink's result is then in [`sinks`](Tee::sinks).
     #[doc(alias = "psplice_tee_move")]
     pub fn step(&mut self, len: usize, flags: Flags) -> Result<u64, Error> {
-        // SAFETY: results holds one result per sink.
-        let n = unsafe { sys::psplice_tee_move(self.raw.as_ptr(), len, flags.bits(), self.results.as_mut_ptr()) };
-        if n < 0 {
-            return Err(Error::last(io::Error::last_os_error()));
-        }
-        Ok(n as u64)
+        // SAFETY: the tee is live; res holds one result per sink.
+        self.run(|t, res| unsafe { sys::psplice_tee_move(t, len, flags.bits(), res) })
     }
 
     /// Steps until `len` bytes were taken ([`TO_EOF`](crate::TO_EOF): the
@@ -102,10 +110,7 @@ impl<'fd> Tee<'fd> {
     #[doc(alias = "psplice_tee_copy")]
     pub fn copy(&mut self, len: u64, flags: Flags) -> Result<(), Error> {
         // SAFETY: as in step.
-        let rc = unsafe { sys::psplice_tee_copy(self.raw.as_ptr(), len, flags.bits(), self.results.as_mut_ptr()) };
-        if rc < 0 {
-            return Err(Error::last(io::Error::last_os_error()));
-        }
+        self.run(|t, res| unsafe { sys::psplice_tee_copy(t, len, flags.bits(), res) as isize })?;
         Ok(())
     }
 
@@ -126,13 +131,22 @@ impl<'fd> Tee<'fd> {
     #[doc(alias = "psplice_tee_take")]
     pub fn take(&self, i: usize, buf: &mut [u8]) -> usize {
         // SAFETY: buf is writable for its length.
-        unsafe { sys::psplice_tee_take(self.raw.as_ptr(), i, buf.as_mut_ptr() as *mut c_void, buf.len()) }
+        unsafe {
+            sys::psplice_tee_take(
+                self.raw.as_ptr(),
+                i,
+                buf.as_mut_ptr() as *mut c_void,
+                buf.len(),
+            )
+        }
     }
 
     /// End the tee and return what each sink had pending, by sink.
     pub fn into_pending(mut self) -> Vec<Vec<u8>> {
         self.on_drop = None;
-        (0..self.len()).map(|i| take_all(|buf| self.take(i, buf), || self.pending(i))).collect()
+        (0..self.len())
+            .map(|i| take_all(|buf| self.take(i, buf), || self.pending(i)))
+            .collect()
     }
 
     /// Give the bytes still pending when the tee is dropped, every sink's
@@ -143,6 +157,19 @@ impl<'fd> Tee<'fd> {
 }
 
 impl Tee<'_> {
+    /// Runs a C step or copy on the tee and its results; a negative return
+    /// is the error psplice_last() holds.
+    fn run(
+        &mut self,
+        call: impl FnOnce(*mut sys::psplice_tee, *mut sys::psplice_result) -> isize,
+    ) -> Result<u64, Error> {
+        let n = call(self.raw.as_ptr(), self.results.as_mut_ptr());
+        if n < 0 {
+            return Err(Error::last(io::Error::last_os_error()));
+        }
+        Ok(n as u64)
+    }
+
     /// Whether sink i is out: its last result holds an error other than a
     /// wait or an interruption (a sink that failed says so again on every
     /// later step).
@@ -156,12 +183,21 @@ impl Tee<'_> {
 
 fn sink_result(res: &sys::psplice_result) -> SinkResult {
     // A sink's result never parks: a tee keeps what a sink could not take.
-    let own = sys::psplice_result { parked: std::ptr::null(), parked_len: 0, ..*res };
+    let own = sys::psplice_result {
+        parked: std::ptr::null(),
+        parked_len: 0,
+        ..*res
+    };
     let error = match res.error {
         0 => None,
         e => Some(Error::from_result(&own, io::Error::from_raw_os_error(e))),
     };
-    SinkResult { in_bytes: res.in_bytes, out_bytes: res.out_bytes, method: Method::from_raw(res.method), error }
+    SinkResult {
+        in_bytes: res.in_bytes,
+        out_bytes: res.out_bytes,
+        method: Method::from_raw(res.method),
+        error,
+    }
 }
 
 impl Drop for Tee<'_> {

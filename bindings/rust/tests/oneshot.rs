@@ -43,7 +43,15 @@ fn offsets_are_positional_and_advanced() {
     let (_, mut src) = file_with("src", &bytes);
     let (path, mut dst) = empty_file("dst");
     let (mut off_in, mut off_out) = (1000u64, 5u64);
-    let moved = copy(src.as_fd(), Some(&mut off_in), dst.as_fd(), Some(&mut off_out), 50_000, Flags::NONE).unwrap();
+    let moved = copy(
+        src.as_fd(),
+        Some(&mut off_in),
+        dst.as_fd(),
+        Some(&mut off_out),
+        50_000,
+        Flags::NONE,
+    )
+    .unwrap();
     assert_eq!(moved.out_bytes, 50_000);
     assert_eq!((off_in, off_out), (51_000, 50_005));
     // The file positions were not touched.
@@ -53,8 +61,19 @@ fn offsets_are_positional_and_advanced() {
     assert_eq!(&out[5..], &bytes[1000..51_000]);
     assert_eq!(&out[..5], &[0u8; 5]);
     // A step with offsets advances them by what it delivered.
-    let s = step(src.as_fd(), Some(&mut off_in), dst.as_fd(), Some(&mut off_out), 10, Flags::NONE).unwrap();
-    assert_eq!((off_in, off_out), (51_000 + s.out_bytes, 50_005 + s.out_bytes));
+    let s = step(
+        src.as_fd(),
+        Some(&mut off_in),
+        dst.as_fd(),
+        Some(&mut off_out),
+        10,
+        Flags::NONE,
+    )
+    .unwrap();
+    assert_eq!(
+        (off_in, off_out),
+        (51_000 + s.out_bytes, 50_005 + s.out_bytes)
+    );
     src.seek(SeekFrom::Start(0)).unwrap();
     dst.seek(SeekFrom::Start(0)).unwrap();
 }
@@ -64,12 +83,34 @@ fn offset_past_i64_max_is_einval_on_its_side() {
     let (_, src) = file_with("src", b"abc");
     let (_, dst) = empty_file("dst");
     let mut off_in = u64::MAX - 1;
-    let e = step(src.as_fd(), Some(&mut off_in), dst.as_fd(), None, 3, Flags::NONE).unwrap_err();
-    assert_eq!((e.kind(), e.side()), (io::ErrorKind::InvalidInput, Side::In));
+    let e = step(
+        src.as_fd(),
+        Some(&mut off_in),
+        dst.as_fd(),
+        None,
+        3,
+        Flags::NONE,
+    )
+    .unwrap_err();
+    assert_eq!(
+        (e.kind(), e.side()),
+        (io::ErrorKind::InvalidInput, Side::In)
+    );
     assert_eq!(off_in, u64::MAX - 1);
     let mut off_out = 1u64 << 63;
-    let e = copy(src.as_fd(), None, dst.as_fd(), Some(&mut off_out), 3, Flags::NONE).unwrap_err();
-    assert_eq!((e.kind(), e.side()), (io::ErrorKind::InvalidInput, Side::Out));
+    let e = copy(
+        src.as_fd(),
+        None,
+        dst.as_fd(),
+        Some(&mut off_out),
+        3,
+        Flags::NONE,
+    )
+    .unwrap_err();
+    assert_eq!(
+        (e.kind(), e.side()),
+        (io::ErrorKind::InvalidInput, Side::Out)
+    );
 }
 
 #[test]
@@ -97,8 +138,19 @@ fn copy_onto_an_append_file_appends() {
     assert_eq!(&out[5..], &bytes[..]);
     // A positional write would append regardless of the offset: refused.
     let mut off = 0u64;
-    let e = copy(src.as_fd(), Some(&mut 0), dst.as_fd(), Some(&mut off), 10, Flags::NONE).unwrap_err();
-    assert_eq!((e.kind(), e.side(), e.out_bytes()), (io::ErrorKind::InvalidInput, Side::Out, 0));
+    let e = copy(
+        src.as_fd(),
+        Some(&mut 0),
+        dst.as_fd(),
+        Some(&mut off),
+        10,
+        Flags::NONE,
+    )
+    .unwrap_err();
+    assert_eq!(
+        (e.kind(), e.side(), e.out_bytes()),
+        (io::ErrorKind::InvalidInput, Side::Out, 0)
+    );
 }
 
 #[test]
@@ -109,23 +161,49 @@ fn bad_descriptors_name_their_side() {
     assert_eq!((e.errno(), e.side()), (9 /* EBADF */, Side::Out));
     let (_, dst) = empty_file("dst");
     let write_only = OpenOptions::new().write(true).open(&path).unwrap();
-    let e = copy(write_only.as_fd(), None, dst.as_fd(), None, TO_EOF, Flags::NONE).unwrap_err();
+    let e = copy(
+        write_only.as_fd(),
+        None,
+        dst.as_fd(),
+        None,
+        TO_EOF,
+        Flags::NONE,
+    )
+    .unwrap_err();
     assert_eq!((e.errno(), e.side()), (9, Side::In));
     const O_PATH: i32 = 0o10000000;
-    let opath = OpenOptions::new().read(true).custom_flags(O_PATH).open(&path).unwrap();
+    let opath = OpenOptions::new()
+        .read(true)
+        .custom_flags(O_PATH)
+        .open(&path)
+        .unwrap();
     let e = step(opath.as_fd(), None, dst.as_fd(), None, 3, Flags::NONE).unwrap_err();
     assert_eq!((e.errno(), e.side()), (9, Side::In));
     let dir = File::open(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let e = step(dir.as_fd(), None, dst.as_fd(), None, 3, Flags::NONE).unwrap_err();
-    assert_eq!((e.kind(), e.side()), (io::ErrorKind::IsADirectory, Side::In));
+    assert_eq!(
+        (e.kind(), e.side()),
+        (io::ErrorKind::IsADirectory, Side::In)
+    );
 }
 
 #[test]
 fn unknown_flag_is_refused_on_no_side() {
     let (_, src) = file_with("src", b"abc");
     let (_, dst) = empty_file("dst");
-    let e = step(src.as_fd(), None, dst.as_fd(), None, 3, Flags::from_bits_retain(1 << 30)).unwrap_err();
-    assert_eq!((e.kind(), e.side()), (io::ErrorKind::InvalidInput, Side::None));
+    let e = step(
+        src.as_fd(),
+        None,
+        dst.as_fd(),
+        None,
+        3,
+        Flags::from_bits_retain(1 << 30),
+    )
+    .unwrap_err();
+    assert_eq!(
+        (e.kind(), e.side()),
+        (io::ErrorKind::InvalidInput, Side::None)
+    );
 }
 
 #[test]
@@ -177,7 +255,14 @@ fn bytes_taken_from_a_socket_and_not_delivered_are_parked() {
     let mut taken = Vec::new();
     let mut seen_parked = false;
     for _ in 0..1000 {
-        match step(input.as_fd(), None, output.as_fd(), None, 256 << 10, Flags::NONBLOCK) {
+        match step(
+            input.as_fd(),
+            None,
+            output.as_fd(),
+            None,
+            256 << 10,
+            Flags::NONBLOCK,
+        ) {
             Ok(m) => assert_eq!(m.in_bytes, m.out_bytes),
             Err(e) => {
                 assert_eq!(e.parked().len() as u64, e.in_bytes() - e.out_bytes());
@@ -196,7 +281,10 @@ fn bytes_taken_from_a_socket_and_not_delivered_are_parked() {
     drop(input);
     drop(drain);
     drop(writer);
-    assert!(seen_parked, "no parked bytes after {filled} bytes filled the output");
+    assert!(
+        seen_parked,
+        "no parked bytes after {filled} bytes filled the output"
+    );
     // The parked bytes are the start of the stream: nothing was delivered.
     assert_eq!(&taken[..], &data(taken.len())[..]);
 }
@@ -220,12 +308,28 @@ fn only_flag_forces_the_method() {
     let bytes = data(100_000);
     let (_, src) = file_with("src", &bytes);
     let (path, dst) = empty_file("dst");
-    let moved = copy(src.as_fd(), None, dst.as_fd(), None, TO_EOF, Flags::only(Method::ReadWrite)).unwrap();
+    let moved = copy(
+        src.as_fd(),
+        None,
+        dst.as_fd(),
+        None,
+        TO_EOF,
+        Flags::only(Method::ReadWrite),
+    )
+    .unwrap();
     assert_eq!(moved.method, Method::ReadWrite);
     assert_eq!(moved.method.name(), "readwrite");
     assert_eq!(fs::read(path).unwrap(), bytes);
     let (r, _w) = io::pipe().unwrap();
-    let e = copy(src.as_fd(), Some(&mut 0), r.as_fd(), None, 1, Flags::only(Method::CopyFileRange)).unwrap_err();
+    let e = copy(
+        src.as_fd(),
+        Some(&mut 0),
+        r.as_fd(),
+        None,
+        1,
+        Flags::only(Method::CopyFileRange),
+    )
+    .unwrap_err();
     assert!(e.errno() != 0);
 }
 

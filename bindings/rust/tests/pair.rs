@@ -15,7 +15,9 @@ use psplice::{Flags, Pair, Side, TO_EOF};
 
 /// A move into the full output: EAGAIN on the output, the bytes pending.
 fn jam(pair: &Pair<'_>) -> usize {
-    let e = pair.step(None, None, 64 << 10, Flags::NONBLOCK).unwrap_err();
+    let e = pair
+        .step(None, None, 64 << 10, Flags::NONBLOCK)
+        .unwrap_err();
     assert_eq!(e.wait_for(), Some(Side::Out), "{e}");
     assert!(e.parked().is_empty(), "a pair never parks");
     pair.pending()
@@ -59,7 +61,10 @@ fn pending_bytes_reach_a_slow_reader_in_order() {
     let got = reader.join().unwrap();
     assert_eq!(got.len(), total);
     assert!(got == data(total), "the stream arrived changed");
-    assert!(saw_pending, "the reader never fell behind with bytes pending");
+    assert!(
+        saw_pending,
+        "the reader never fell behind with bytes pending"
+    );
 }
 
 #[test]
@@ -103,7 +108,10 @@ fn pending_go_out_first_once_the_output_drains() {
     drop(j.output);
     let got = reader.join().unwrap();
     assert_eq!(&got[..j.filled], &vec![0u8; j.filled][..]);
-    assert!(got[j.filled..] == data(64 << 10), "the relayed stream differs");
+    assert!(
+        got[j.filled..] == data(64 << 10),
+        "the relayed stream differs"
+    );
 }
 
 #[test]
@@ -145,9 +153,13 @@ fn file_pair_copies_with_offsets_and_holds_nothing() {
     let (path, dst) = empty_file("dst");
     let pair = Pair::new(src.as_fd(), dst.as_fd(), Flags::NONE).unwrap();
     let (mut oi, mut oo) = (4096u64, 0u64);
-    let s = pair.step(Some(&mut oi), Some(&mut oo), 1000, Flags::NONE).unwrap();
+    let s = pair
+        .step(Some(&mut oi), Some(&mut oo), 1000, Flags::NONE)
+        .unwrap();
     assert_eq!((oi, oo), (4096 + s.out_bytes, s.out_bytes));
-    let m = pair.copy(Some(&mut oi), Some(&mut oo), TO_EOF, Flags::NONE).unwrap();
+    let m = pair
+        .copy(Some(&mut oi), Some(&mut oo), TO_EOF, Flags::NONE)
+        .unwrap();
     assert_eq!(s.out_bytes + m.out_bytes, (bytes.len() - 4096) as u64);
     assert_eq!(pair.pending(), 0);
     assert_eq!(pair.into_pending(), Vec::<u8>::new());
@@ -158,15 +170,27 @@ fn file_pair_copies_with_offsets_and_holds_nothing() {
 fn new_refuses_bad_descriptors_with_their_side() {
     let (path, src) = file_with("src", b"abc");
     let read_only = fs::File::open(&path).unwrap();
-    let e = Pair::new(src.as_fd(), read_only.as_fd(), Flags::NONE).err().unwrap();
+    let e = Pair::new(src.as_fd(), read_only.as_fd(), Flags::NONE)
+        .err()
+        .unwrap();
     assert_eq!((e.errno(), e.side()), (9 /* EBADF */, Side::Out));
     let dir = fs::File::open(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let (_, dst) = empty_file("dst");
-    let e = Pair::new(dir.as_fd(), dst.as_fd(), Flags::NONE).err().unwrap();
-    assert_eq!((e.kind(), e.side()), (io::ErrorKind::IsADirectory, Side::In));
+    let e = Pair::new(dir.as_fd(), dst.as_fd(), Flags::NONE)
+        .err()
+        .unwrap();
+    assert_eq!(
+        (e.kind(), e.side()),
+        (io::ErrorKind::IsADirectory, Side::In)
+    );
     // NONBLOCK is a flag of each move, not of planning.
-    let e = Pair::new(src.as_fd(), dst.as_fd(), Flags::NONBLOCK).err().unwrap();
-    assert_eq!((e.kind(), e.side()), (io::ErrorKind::InvalidInput, Side::None));
+    let e = Pair::new(src.as_fd(), dst.as_fd(), Flags::NONBLOCK)
+        .err()
+        .unwrap();
+    assert_eq!(
+        (e.kind(), e.side()),
+        (io::ErrorKind::InvalidInput, Side::None)
+    );
 }
 
 #[test]
@@ -190,7 +214,8 @@ fn threads_share_a_pair() {
             let pair = &pair;
             s.spawn(move || {
                 let (mut oi, mut oo) = (part * half, part * half);
-                pair.copy(Some(&mut oi), Some(&mut oo), half, Flags::NONE).unwrap();
+                pair.copy(Some(&mut oi), Some(&mut oo), half, Flags::NONE)
+                    .unwrap();
             });
         }
     });

@@ -34,7 +34,8 @@ fn broken_pipe() -> io::PipeWriter {
 }
 
 fn file() -> std::fs::File {
-    let path = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("sigpipe-{}", std::process::id()));
+    let path = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("sigpipe-{}", std::process::id()));
     std::fs::write(&path, vec![7u8; 256 << 10]).unwrap();
     let f = std::fs::File::open(&path).unwrap();
     std::fs::remove_file(path).unwrap();
@@ -42,7 +43,11 @@ fn file() -> std::fs::File {
 }
 
 fn assert_epipe_out(e: &psplice::Error) {
-    assert_eq!((e.kind(), e.side()), (io::ErrorKind::BrokenPipe, Side::Out), "{e}");
+    assert_eq!(
+        (e.kind(), e.side()),
+        (io::ErrorKind::BrokenPipe, Side::Out),
+        "{e}"
+    );
 }
 
 fn step_into_a_broken_pipe() {
@@ -104,7 +109,10 @@ fn main() {
         ("step_into_a_broken_pipe", step_into_a_broken_pipe),
         ("copy_into_a_broken_pipe", copy_into_a_broken_pipe),
         ("pair_into_a_closed_socket", pair_into_a_closed_socket),
-        ("pair_from_a_socket_into_a_broken_pipe", pair_from_a_socket_into_a_broken_pipe),
+        (
+            "pair_from_a_socket_into_a_broken_pipe",
+            pair_from_a_socket_into_a_broken_pipe,
+        ),
         ("tee_into_a_broken_pipe", tee_into_a_broken_pipe),
     ];
     for (name, test) in tests {
@@ -114,7 +122,10 @@ fn main() {
         println!("test {name} ... ok");
     }
     // The summary line cargo's harness prints, so the counts add up.
-    println!("\ntest result: {}. {} passed; {failed} failed; 0 ignored; 0 measured; 0 filtered out\n",
-             if failed == 0 { "ok" } else { "FAILED" }, tests.len() + 1 - failed);
+    println!(
+        "\ntest result: {}. {} passed; {failed} failed; 0 ignored; 0 measured; 0 filtered out\n",
+        if failed == 0 { "ok" } else { "FAILED" },
+        tests.len() + 1 - failed
+    );
     std::process::exit(if failed == 0 { 0 } else { 1 });
 }

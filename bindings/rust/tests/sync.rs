@@ -31,9 +31,18 @@ fn each_request_reaches_its_level() {
     let want = |level| if in_memory() { Level::None } else { level };
     let range = SyncFlags::WAIT_BEFORE | SyncFlags::WRITE | SyncFlags::WAIT_AFTER;
     assert_eq!(sync(f.as_fd(), 0, 0, range).unwrap(), want(Level::Written));
-    assert_eq!(sync(f.as_fd(), 0, 4096, SyncFlags::DATA).unwrap(), want(Level::DataDurable));
-    assert_eq!(sync(f.as_fd(), 0, 0, SyncFlags::METADATA).unwrap(), want(Level::FileDurable));
-    assert_eq!(sync(f.as_fd(), 0, 0, SyncFlags::default()).unwrap(), Level::None);
+    assert_eq!(
+        sync(f.as_fd(), 0, 4096, SyncFlags::DATA).unwrap(),
+        want(Level::DataDurable)
+    );
+    assert_eq!(
+        sync(f.as_fd(), 0, 0, SyncFlags::METADATA).unwrap(),
+        want(Level::FileDurable)
+    );
+    assert_eq!(
+        sync(f.as_fd(), 0, 0, SyncFlags::default()).unwrap(),
+        Level::None
+    );
     assert!(Level::Submitted < Level::Written && Level::DataDurable < Level::FileDurable);
     assert_eq!(Level::DataDurable.name(), "data-durable");
 }
@@ -42,7 +51,10 @@ fn each_request_reaches_its_level() {
 fn bad_requests_fail_with_their_errno() {
     let (_, f) = empty_file("sync");
     let e = sync(f.as_fd(), 0, 0, SyncFlags::from_bits_retain(1 << 20)).unwrap_err();
-    assert_eq!((e.error.kind(), e.achieved), (io::ErrorKind::InvalidInput, Level::None));
+    assert_eq!(
+        (e.error.kind(), e.achieved),
+        (io::ErrorKind::InvalidInput, Level::None)
+    );
     let e = sync(f.as_fd(), u64::MAX, 0, SyncFlags::WRITE).unwrap_err();
     assert_eq!(e.error.kind(), io::ErrorKind::InvalidInput);
     let (_r, w) = io::pipe().unwrap();
@@ -65,7 +77,14 @@ fn write_behind_keeps_up_and_finishes_durable() {
         off += block.len() as u64;
     }
     let level = wb.finish(SyncFlags::DATA).unwrap();
-    assert_eq!(level, if in_memory() { Level::None } else { Level::DataDurable });
+    assert_eq!(
+        level,
+        if in_memory() {
+            Level::None
+        } else {
+            Level::DataDurable
+        }
+    );
     assert_eq!(std::fs::metadata(path).unwrap().len(), off);
 }
 

@@ -22,7 +22,10 @@ fn every_sink_gets_the_stream() {
     assert_eq!(tee.len(), 2);
     tee.copy(TO_EOF, Flags::NONE).unwrap();
     for sink in tee.sinks() {
-        assert_eq!((sink.in_bytes, sink.out_bytes), (bytes.len() as u64, bytes.len() as u64));
+        assert_eq!(
+            (sink.in_bytes, sink.out_bytes),
+            (bytes.len() as u64, bytes.len() as u64)
+        );
         assert!(sink.error.is_none());
     }
     drop(tee);
@@ -43,7 +46,10 @@ fn a_sink_whose_reader_left_is_out_and_the_others_go_on() {
     assert_eq!((e.kind(), e.side()), (io::ErrorKind::BrokenPipe, Side::Out));
     let sinks = tee.sinks();
     let gone = sinks[0].error.as_ref().expect("the first sink failed");
-    assert_eq!((gone.kind(), gone.side()), (io::ErrorKind::BrokenPipe, Side::Out));
+    assert_eq!(
+        (gone.kind(), gone.side()),
+        (io::ErrorKind::BrokenPipe, Side::Out)
+    );
     assert!(sinks[1].error.is_none());
     assert_eq!(sinks[1].out_bytes, bytes.len() as u64);
     drop(tee);
@@ -60,7 +66,13 @@ fn a_slow_sink_holds_bytes_pending_that_take_returns() {
     // The writer stops with EPIPE once the test drops the input.
     let writer = std::thread::spawn(move || feed.write_all(&stream).is_ok());
     let hold_max = 256 << 10;
-    let mut tee = Tee::new(input.as_fd(), &[f1.as_fd(), w.as_fd()], hold_max, Flags::NONE).unwrap();
+    let mut tee = Tee::new(
+        input.as_fd(),
+        &[f1.as_fd(), w.as_fd()],
+        hold_max,
+        Flags::NONE,
+    )
+    .unwrap();
     let mut taken = 0usize;
     let mut waits_on = None;
     for _ in 0..10_000 {
@@ -89,7 +101,10 @@ fn a_slow_sink_holds_bytes_pending_that_take_returns() {
     assert_eq!((all[0].len(), all[1].len()), (0, pending));
     // What the pipe holds, then what was pending for it: the stream taken.
     in_pipe.extend_from_slice(&all[1]);
-    assert!(in_pipe[..] == bytes[..taken], "the pipe sink's bytes differ");
+    assert!(
+        in_pipe[..] == bytes[..taken],
+        "the pipe sink's bytes differ"
+    );
     assert!(fs::read(p1).unwrap()[..] == bytes[..taken]);
     drop(input);
     assert!(!writer.join().unwrap());
@@ -99,7 +114,9 @@ fn a_slow_sink_holds_bytes_pending_that_take_returns() {
 fn new_refuses_a_bad_sink_and_no_sinks() {
     let (path, src) = file_with("src", b"abc");
     let read_only = fs::File::open(&path).unwrap();
-    let e = Tee::new(src.as_fd(), &[read_only.as_fd()], 0, Flags::NONE).err().unwrap();
+    let e = Tee::new(src.as_fd(), &[read_only.as_fd()], 0, Flags::NONE)
+        .err()
+        .unwrap();
     assert_eq!((e.errno(), e.side()), (9 /* EBADF */, Side::Out));
     let e = Tee::new(src.as_fd(), &[], 0, Flags::NONE).err().unwrap();
     assert_eq!(e.kind(), io::ErrorKind::InvalidInput);

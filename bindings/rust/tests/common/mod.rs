@@ -34,7 +34,13 @@ pub fn file_with(name: &str, bytes: &[u8]) -> (PathBuf, File) {
 /// A new empty file, open for reading and writing.
 pub fn empty_file(name: &str) -> (PathBuf, File) {
     let path = scratch(name);
-    let f = OpenOptions::new().read(true).write(true).create(true).truncate(true).open(&path).unwrap();
+    let f = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&path)
+        .unwrap();
     (path, f)
 }
 
@@ -45,7 +51,11 @@ pub fn sockets() -> (UnixStream, UnixStream) {
 
 /// Reads `r` to its end in a thread, `chunk` bytes at a time with a pause
 /// between reads: a reader slower than the writer.
-pub fn slow_reader<R: Read + Send + 'static>(mut r: R, chunk: usize, pause: Duration) -> thread::JoinHandle<Vec<u8>> {
+pub fn slow_reader<R: Read + Send + 'static>(
+    mut r: R,
+    chunk: usize,
+    pause: Duration,
+) -> thread::JoinHandle<Vec<u8>> {
     thread::spawn(move || {
         let mut got = Vec::new();
         let mut buf = vec![0u8; chunk];
@@ -86,7 +96,15 @@ pub fn jammed(n: usize) -> Jammed {
     let bytes = data(n);
     let mut sent = 0;
     while sent < n {
-        sent += feed.write(&bytes[sent..]).expect("the input socket takes n bytes");
+        sent += feed
+            .write(&bytes[sent..])
+            .expect("the input socket takes n bytes");
     }
-    Jammed { input, output, drain, feed, filled }
+    Jammed {
+        input,
+        output,
+        drain,
+        feed,
+        filled,
+    }
 }
