@@ -6,7 +6,8 @@
 //!     cargo run --example relay -- 127.0.0.1:8080 127.0.0.1:80 [connections]
 //!
 //! Connections are served one after the other (the count, if given, is how
-//! many before it exits).
+//! many before it exits). A listening port of 0 takes a free one; the first
+//! line on standard error names it.
 
 use std::ffi::{c_int, c_ulong};
 use std::io;
@@ -125,6 +126,7 @@ fn main() -> io::Result<()> {
         std::process::exit(2);
     }
     let listener = TcpListener::bind(&args[1])?;
+    eprintln!("relay: listening on {}", listener.local_addr()?);
     let count: Option<u64> = args
         .get(3)
         .map(|n| n.parse().expect("a number of connections"));
