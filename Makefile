@@ -66,6 +66,7 @@ PRELOAD_LIB := $(if $(SAN),$(BUILD)/preload/libpsplice.a,$(BUILD)/libpsplice.a)
 PRELOAD_DIR ?= $(LIBDIR)/psplice
 
 .PHONY: all lib tools tests examples check check-quick check-asan check-tsan check-valgrind check-abi \
+	check-rust \
 	demo install install-check clean deps deps-demo deps-deb bench deb deb-check stress
 all: lib tools
 
@@ -229,6 +230,10 @@ install: lib tools
 # of ABI is an edit of that file, by the rule tests/abi-check.sh states.
 check-abi: lib
 	$(Q)sh tests/abi-check.sh $(BUILD)
+
+# The Rust binding (bindings/rust): cargo test, offline, on the library here.
+check-rust: lib
+	$(Q)sh bindings/rust/check.sh $(BUILD)
 
 # Install into a scratch root, then build a C and a C++ program against the
 # installed header and library through pkg-config.

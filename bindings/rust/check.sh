@@ -1,0 +1,35 @@
+#!/bin/sh
+# make check-rust: the Rust binding's tests against the library built in
+# BUILD (the first argument), offline, with build artefacts in
+# BUILD/rust-target. Ends with the one line tests/check.sh counts:
+#   rust: N passed, N failed, N skipped
+# summed from cargo's "test result:" lines (ignored tests count as skipped).
+build=$(cd "${1:-build}" && pwd) || exit 1
+here=$(cd "$(dirname "$0")" && pwd)
+command -v cargo >/dev/null 2>&1 || PATH=$PATH:$HOME/.cargo/bin
+if ! command -v cargo >/dev/null 2>&1; then
+	echo "SKIP rust: no cargo on PATH or in ~/.cargo/bin"
+	echo "rust: 0 passed, 0 failed, 1 skipped"
+	exit 0
+fi
+log=$(mktemp)
+trap 'rm -f "$log" "$log.rc"' EXIT
+target=$build/rust-target
+# The tests' scratch files live there; a run starts without the last one's.
+rm -rf "$target/tmp"
+{ cd "$here" && CARGO_TARGET_DIR=$target PSPLICE_LIB_DIR=$build CARGO_NET_OFFLINE=true \
+	cargo test --offline --no-fail-fast 2>&1; echo $? >"$log.rc"; } | tee "$log"
+rc=$(cat "$log.rc")
+set -- $(awk '/^test result: / {
+	for (i = 1; i <= NF; i++) {
+		if ($(i) ~ /^passed;?$/) p += $(i - 1)
+		if ($(i) ~ /^failed;?$/) f += $(i - 1)
+		if ($(i) ~ /^ignored;?$/) s += $(i - 1)
+	}
+	n++ }
+	END { printf "%d %d %d %d", p, f, s, n }' "$log")
+p=$1 f=$2 s=$3 n=$4
+# A build error runs no test: one failure, so that it is counted.
+if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi
+echo "rust: $p passed, $f failed, $s skipped"
+[ "$rc" -eq 0 ]
