@@ -76,7 +76,9 @@ static int open_existing(struct cp_job *j, mode_t mode, bool top)
 /* exists: cp_existing found DST there and left it. */
 static int open_target(struct cp_job *j, bool exists, bool top)
 {
-	mode_t mode = S_ISREG(j->st.st_mode) ? j->st.st_mode & 0777 : 0666;
+	/* SOURCE's permission bits (less the umask), whatever it is: cp(1)
+	 * gives the copy of a device's or a FIFO's contents theirs too. */
+	mode_t mode = j->st.st_mode & 0777;
 	int fd;
 
 	if (exists)
