@@ -354,8 +354,8 @@ static int copied(struct data *d)
 
 	if (j->o->verbose)
 		cli_report(j->src, j->dst, &d->c);
-	/* A reflink wrote nothing to pace. */
-	if (j->o->verbose && d->c.method != PSPLICE_METHOD_CLONE)
+	/* A reflink, or --attributes-only, wrote nothing to pace. */
+	if (j->o->verbose && d->c.method != PSPLICE_METHOD_CLONE && !j->o->attrs_only)
 		say_paced(j, d->wb != NULL);
 	if (j->o->keep && cp_preserve(j->o, &src, &dst, &j->st, fd) < 0) {
 		/* The data is in: a copy without all of SOURCE's attributes
@@ -373,9 +373,15 @@ int cp_copy_data(struct cp_job *j, int in, int out)
 		.j = j, .in = in, .out = out, .holes = sparse(j, out), .pace = paced(j),
 		.show = j->o->progress == 2 ||
 			(j->o->progress && j->st.st_size >= CP_PROGRESS_MIN),
+		.c = { .method = PSPLICE_METHOD_NONE },
 	};
 	enum way way;
-	int rc = copy(&d, &way);
+	int rc;
+
+	/* --attributes-only: DST made, or opened and left as it was. */
+	if (j->o->attrs_only)
+		return copied(&d);
+	rc = copy(&d, &way);
 
 	cli_progress_end();
 	if (rc == 0)

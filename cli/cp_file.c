@@ -64,8 +64,9 @@ static int open_existing(struct cp_job *j, mode_t mode, bool top)
 		close(fd);
 		return cp_refuse_same(j->src, j->dst);
 	}
-	/* Devices and FIFOs have nothing to truncate. */
-	if (S_ISREG(st.st_mode) && ftruncate(fd, 0) < 0) {
+	/* Devices and FIFOs have nothing to truncate; --attributes-only
+	 * leaves DST's data as it is. */
+	if (S_ISREG(st.st_mode) && !j->o->attrs_only && ftruncate(fd, 0) < 0) {
 		cli_error(errno, "cannot truncate %s", cli_quote(j->dst));
 		close(fd);
 		return -1;
