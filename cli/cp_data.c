@@ -373,7 +373,6 @@ int cp_copy_data(struct cp_job *j, int in, int out)
 		.j = j, .in = in, .out = out, .holes = sparse(j, out), .pace = paced(j),
 		.show = j->o->progress == 2 ||
 			(j->o->progress && j->st.st_size >= CP_PROGRESS_MIN),
-		.c = { .method = PSPLICE_METHOD_NONE },
 	};
 	enum way way;
 	int rc;

@@ -330,6 +330,12 @@ ao_cases() {
 	fmt=1 side $LINENO setup_ao -a --attributes-only t c
 	side $LINENO setup_ao --attributes-only --reflink=always src rr
 	side $LINENO setup_ao --attributes-only src src
+	# -v: no bytes, and no word of write-behind, even for a file it would pace
+	head -c 9M /dev/zero >big
+	"$P" cp -v --attributes-only --write-behind big vb 2>err; rc=$?
+	rc_is $LINENO 0; err_is $LINENO "psplice: 'big' -> 'vb': 0 bytes"
+	is $LINENO 0 "$(stat -c %s vb)"
+	rm -f big vb
 }
 
 # --strip-trailing-slashes: "ld/" (ld a link to a directory) is ld, the
@@ -344,6 +350,7 @@ ss_cases() {
 	done
 	side $LINENO setup_ss -P --strip-trailing-slashes ld/ n
 	side $LINENO setup_ss -rP --strip-trailing-slashes ld/ n
+	side $LINENO setup_ss -rPT --strip-trailing-slashes ld/ o
 	side $LINENO setup_ss --strip-trailing-slashes -t o file/
 	side $LINENO setup_ss --strip-trailing-slashes file/ n
 	side $LINENO setup_ss --strip-trailing-slashes / o
