@@ -310,12 +310,16 @@ rd_cases() {
 	fmt=1 side $LINENO setup_rd -a --remove-destination tr/. dt
 }
 
+# dev NAME: a 0600 device like /dev/null, where we may make one (else none,
+# in both trees)
+dev() { ! mknod "$1" c 1 3 2>/dev/null || chmod 600 "$1"; }
+
 # --attributes-only: no data; a new DST is empty, an existing one keeps its
 # data (and, without -p, its attributes); a device or a FIFO is made anew
 # with -r, else a regular file; a link is followed to the file it names
 setup_ao() {
 	echo newdata >src && chmod 640 src && echo olddata-long >ex && chmod 600 ex &&
-		mknod n c 1 3 && chmod 600 n && mkfifo -m 640 f && mkdir t &&
+		dev n && mkfifo -m 640 f && mkdir t &&
 		echo x >t/a && ln -s a t/l && mkfifo t/p && echo hi >e2 && ln -s e2 lk
 }
 ao_cases() {
@@ -361,7 +365,7 @@ ss_cases() {
 # mode; links stay links unless followed; without -r, as always, and a copy
 # of a device gets the device's mode
 setup_cc() {
-	mkdir t && echo x >t/a && ln -s a t/l && mknod t/null c 1 3 && chmod 600 t/null &&
+	mkdir t && echo x >t/a && ln -s a t/l && dev t/null &&
 		mkfifo -m 640 t/p && ln -s null t/lnull
 }
 # a writer of the FIFO $1 that gives up after 10 s
