@@ -14,7 +14,8 @@
 
 enum {
 	OPT_SYNC = 0x200, OPT_WRITE_BEHIND, OPT_NO_WRITE_BEHIND, OPT_REFLINK, OPT_PROGRESS,
-	OPT_PRESERVE, OPT_NO_PRESERVE, OPT_BACKUP, OPT_SPARSE, OPT_PARENTS
+	OPT_PRESERVE, OPT_NO_PRESERVE, OPT_BACKUP, OPT_SPARSE, OPT_PARENTS, OPT_REMOVE_DEST,
+	OPT_ATTRS_ONLY, OPT_STRIP_SLASHES, OPT_COPY_CONTENTS
 };
 
 static const struct option longopts[] = {
@@ -27,6 +28,7 @@ static const struct option longopts[] = {
 	{ "no-clobber", no_argument, NULL, 'n' },
 	{ "interactive", no_argument, NULL, 'i' },
 	{ "force", no_argument, NULL, 'f' },
+	{ "remove-destination", no_argument, NULL, OPT_REMOVE_DEST },
 	{ "update", no_argument, NULL, 'u' },
 	{ "backup", optional_argument, NULL, OPT_BACKUP },
 	{ "suffix", required_argument, NULL, 'S' },
@@ -41,6 +43,10 @@ static const struct option longopts[] = {
 	{ "target-directory", required_argument, NULL, 't' },
 	{ "no-target-directory", no_argument, NULL, 'T' },
 	{ "parents", no_argument, NULL, OPT_PARENTS },
+	{ "one-file-system", no_argument, NULL, 'x' },
+	{ "copy-contents", no_argument, NULL, OPT_COPY_CONTENTS },
+	{ "strip-trailing-slashes", no_argument, NULL, OPT_STRIP_SLASHES },
+	{ "attributes-only", no_argument, NULL, OPT_ATTRS_ONLY },
 	{ "sparse", required_argument, NULL, OPT_SPARSE },
 	CLI_COMMON_LONGOPTS
 };
@@ -189,6 +195,7 @@ static bool opt_what(struct parse *p, int c)
 	case 'n': o->clobber = CP_NO_CLOBBER; break;
 	case 'i': o->clobber = CP_INTERACTIVE; break;
 	case 'f': o->force = true; break;
+	case OPT_REMOVE_DEST: o->remove_dest = true; break;
 	case 'u': o->update = true; break;
 	case 'b': p->backups = true; break;
 	case OPT_BACKUP: p->backups = true; p->backup = optarg; break;
@@ -203,6 +210,20 @@ static bool opt_what(struct parse *p, int c)
 	case 't': p->a->target_dir = optarg; break;
 	case 'T': p->a->no_target = true; break;
 	case OPT_PARENTS: o->parents = true; break;
+	default: return false;
+	}
+	return true;
+}
+
+/* Which files of a tree are copied, and what is read of them. */
+static bool opt_tree(struct parse *p, int c)
+{
+	struct cp_opts *o = &p->a->opts;
+
+	switch (c) {
+	case 'x': o->one_fs = true; break;
+	case OPT_COPY_CONTENTS: o->copy_contents = true; break;
+	case OPT_STRIP_SLASHES: o->strip_slashes = true; break;
 	default: return false;
 	}
 	return true;
@@ -255,6 +276,7 @@ static bool opt_data(struct parse *p, int c)
 		o->wb_why = "--no-write-behind";
 		break;
 	case OPT_PROGRESS: o->progress = 2; break;
+	case OPT_ATTRS_ONLY: o->attrs_only = true; break;
 	case OPT_REFLINK: o->reflink = parse_reflink(p->cmd, optarg); break;
 	default: return false;
 	}
@@ -292,8 +314,9 @@ static void cp_parse(const struct cli_cmd *cmd, int argc, char **argv, struct cp
 	int c;
 
 	*a = (struct cp_args){ 0 };
-	while ((c = getopt_long(argc, argv, "abdfHilLnpPrRsS:t:Tuv", longopts, NULL)) != -1)
-		if (!opt_what(&p, c) && !opt_keep(&p, c) && !opt_data(&p, c))
+	while ((c = getopt_long(argc, argv, "abdfHilLnpPrRsS:t:Tuvx", longopts, NULL)) != -1)
+		if (!opt_what(&p, c) && !opt_tree(&p, c) && !opt_keep(&p, c) &&
+		    !opt_data(&p, c))
 			cli_common_option(cmd, c);
 	opts_end(&p);
 	a->ops = argv + optind;
@@ -355,10 +378,16 @@ const struct cli_cmd cli_cmd_cp = {
 	"cp(1) copy does, until the kernel writes them.\n"
 	"\n"
 	"  -a, --archive      -r -P --preserve=all\n"
+	"      --attributes-only\n"
+	"                     copy no data, only the attributes kept: a new DEST\n"
+	"                     is made empty, an existing one keeps its data\n"
 	"  -b, --backup[=CONTROL]\n"
 	"                     move an existing DEST aside first: 'numbered' (t),\n"
 	"                     'existing' (nil, the default), 'simple' (never),\n"
 	"                     'none' (off); $VERSION_CONTROL for -b\n"
+	"      --copy-contents\n"
+	"                     with -r, read FIFOs and devices as files, rather\n"
+	"                     than making them anew\n"
 	"  -d                 -P --preserve=links\n"
 	"  -f, --force        if an existing DEST cannot be opened for writing,\n"
 	"                     remove it and try again\n"
@@ -387,6 +416,9 @@ const struct cli_cmd cli_cmd_cp = {
 	"                     filesystem can, else copy; 'always' (or no WHEN):\n"
 	"                     share them or fail; 'never': always copy, and not\n"
 	"                     by copy_file_range, which shares them on XFS\n"
+	"      --remove-destination\n"
+	"                     remove an existing DEST before making the copy\n"
+	"                     (-f removes it only if it cannot be opened)\n"
 	"  -s, --symbolic-link\n"
 	"                     make symbolic links to SOURCE instead of copying\n"
 	"  -S, --suffix=SUFFIX\n"
@@ -394,6 +426,9 @@ const struct cli_cmd cli_cmd_cp = {
 	"      --sparse=WHEN  'auto' (the default): keep the holes of a SOURCE\n"
 	"                     that has fewer blocks than bytes; 'always': make\n"
 	"                     blocks of zeros holes too; 'never': write zeros\n"
+	"      --strip-trailing-slashes\n"
+	"                     remove the slashes at the end of each SOURCE\n"
+	"                     copied into a DIRECTORY\n"
 	"      --sync=WHEN    after the copy, make DEST durable: 'none' (the\n"
 	"                     default), 'data' (fdatasync) or 'full' (fsync, and\n"
 	"                     the directory, so that a new name survives too)\n"
@@ -413,6 +448,9 @@ const struct cli_cmd cli_cmd_cp = {
 	"  -v, --verbose      tell on standard error which kernel path moved the\n"
 	"                     bytes, and how many; whether write-behind paced a\n"
 	"                     file of 8 MiB or more, and why; with --sync, the\n"
-	"                     level reached\n",
+	"                     level reached\n"
+	"  -x, --one-file-system\n"
+	"                     with -r, copy a directory on another filesystem\n"
+	"                     than its parent (a mount point) empty\n",
 	.main = cp_main,
 };

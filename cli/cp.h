@@ -62,6 +62,11 @@ struct cp_opts {
 	bool recursive;   /* -r: directories and what is in them */
 	bool update;      /* -u: a DST not older than SOURCE is left alone */
 	bool parents;     /* --parents: DIRECTORY/SOURCE, SOURCE's path kept */
+	bool one_fs;      /* -x: directories on other filesystems copied empty */
+	bool remove_dest; /* --remove-destination: DST removed, never opened */
+	bool attrs_only;  /* --attributes-only: no data; DST's own left as it is */
+	bool strip_slashes; /* --strip-trailing-slashes, of SOURCEs into a DIRECTORY */
+	bool copy_contents; /* --copy-contents: -r reads special files as files */
 	enum cp_deref deref;
 	enum cp_link link;
 	enum cp_sparse sparse;

@@ -355,8 +355,8 @@ static int copied(struct data *d)
 
 	if (j->o->verbose)
 		cli_report(j->src, j->dst, &d->c);
-	/* A reflink wrote nothing to pace. */
-	if (j->o->verbose && d->c.method != PSPLICE_METHOD_CLONE)
+	/* A reflink, or --attributes-only, wrote nothing to pace. */
+	if (j->o->verbose && d->c.method != PSPLICE_METHOD_CLONE && !j->o->attrs_only)
 		say_paced(j, d->wb != NULL);
 	if (j->o->keep && cp_preserve(j->o, &src, &dst, &j->st, fd) < 0) {
 		/* The data is in: a copy without all of SOURCE's attributes
@@ -376,7 +376,12 @@ int cp_copy_data(struct cp_job *j, int in, int out)
 			(j->o->progress && j->st.st_size >= CP_PROGRESS_MIN),
 	};
 	enum way way;
-	int rc = copy(&d, &way);
+	int rc;
+
+	/* --attributes-only: DST made, or opened and left as it was. */
+	if (j->o->attrs_only)
+		return copied(&d);
+	rc = copy(&d, &way);
 
 	cli_progress_end(rc == 0);
 	if (rc == 0)

@@ -37,10 +37,11 @@ static void mode_letters(mode_t m, char s[10])
 
 /* -i, on stderr as cp(1) asks: "overwrite 'x'? "; for a DST we may not
  * write (root may write any), "unwritable 'x' (mode 0444, r--r--r--); try
- * anyway? ", or with -f, which would replace it, "replace 'x', overriding
- * mode 0444 (r--r--r--)? ". Yes (1): a line from stdin that starts with y or
- * Y; no (0) otherwise, and at end of input; -1, said, when stdin cannot be
- * read (closed): a question no one could answer fails the file, as in cp. */
+ * anyway? ", or with -f or --remove-destination, which would replace it,
+ * "replace 'x', overriding mode 0444 (r--r--r--)? ". Yes (1): a line from
+ * stdin that starts with y or Y; no (0) otherwise, and at end of input; -1,
+ * said, when stdin cannot be read (closed): a question no one could answer
+ * fails the file, as in cp. */
 static int ask(const struct cp_opts *o, const struct cp_at *dst, const struct stat *d)
 {
 	char *line = NULL, perms[10];
@@ -52,7 +53,8 @@ static int ask(const struct cp_opts *o, const struct cp_at *dst, const struct st
 		fprintf(stderr, CLI_NAME ": overwrite %s? ", cli_quote(dst->path));
 	} else {
 		mode_letters(d->st_mode, perms);
-		fprintf(stderr, o->force ? CLI_NAME ": replace %s, overriding mode %04o (%s)? " :
+		fprintf(stderr, o->force || o->remove_dest ?
+			CLI_NAME ": replace %s, overriding mode %04o (%s)? " :
 			CLI_NAME ": unwritable %s (mode %04o, %s); try anyway? ",
 			cli_quote(dst->path), (unsigned int)(d->st_mode & 07777), perms);
 	}
@@ -122,6 +124,46 @@ static int timespec_cmp(const struct timespec *a, const struct timespec *b)
 	return a->tv_nsec < b->tv_nsec ? -1 : a->tv_nsec > b->tv_nsec;
 }
 
+/* The last name of path (with no slash at its end). */
+static const char *last_name(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	return slash ? slash + 1 : path;
+}
+
+/* --remove-destination may replace a DST that is another name of SOURCE's
+ * file, as cp(1) does: SOURCE's name keeps the data. Not SOURCE's own name
+ * (removing it would lose the file), nor a DST that SOURCE reaches through
+ * a symbolic link, which cp(1) refuses too. d: DST, not followed. */
+static bool other_name(const char *src, const struct cp_at *dst, const struct stat *d)
+{
+	char *sdir, *ddir;
+	struct stat s, a, b;
+	bool other;
+
+	if (d->st_nlink < 2 || lstat(src, &s) < 0 || !cli_same_inode(&s, d))
+		return false;
+	sdir = cp_parent_of(src);
+	ddir = cp_parent_of(dst->name);
+	other = sdir && ddir && stat(sdir, &a) == 0 && fstatat(dst->dir, ddir, &b, 0) == 0 &&
+		(!cli_same_inode(&a, &b) || strcmp(last_name(src), last_name(dst->name)));
+	free(sdir);
+	free(ddir);
+	return other;
+}
+
+/* --remove-destination: DST goes before anything is made in its place,
+ * where -f would have tried to open it first. */
+static int remove_dest(const struct cp_at *dst)
+{
+	if (unlinkat(dst->dir, dst->name, 0) < 0 && errno != ENOENT) {
+		cli_error(errno, "cannot remove %s", cli_quote(dst->path));
+		return -1;
+	}
+	return 1;
+}
+
 int cp_existing(const struct cp_opts *o, const char *src, const struct cp_at *dst,
 		const struct stat *st, bool through, bool *exists)
 {
@@ -134,7 +176,8 @@ int cp_existing(const struct cp_opts *o, const char *src, const struct cp_at *ds
 	/* Not there (or not reachable: making it will say why). */
 	if (fstatat(dst->dir, dst->name, &ds, AT_SYMLINK_NOFOLLOW) < 0)
 		return 1;
-	if (through && S_ISLNK(ds.st_mode)) {
+	/* --remove-destination replaces a link, never writes through it. */
+	if (through && !o->remove_dest && S_ISLNK(ds.st_mode)) {
 		if (fstatat(dst->dir, dst->name, &fs, 0) == 0)
 			d = &fs;
 		else
@@ -144,7 +187,8 @@ int cp_existing(const struct cp_opts *o, const char *src, const struct cp_at *ds
 		/* -l: already that link, which is what was asked. */
 		if (o->link == CP_LINK_HARD)
 			return 0;
-		return cp_refuse_same(src, dst->path);
+		if (!o->remove_dest || !other_name(src, dst, d))
+			return cp_refuse_same(src, dst->path);
 	}
 	if (o->clobber == CP_NO_CLOBBER)
 		return 0;
@@ -165,6 +209,8 @@ int cp_existing(const struct cp_opts *o, const char *src, const struct cp_at *ds
 		cli_error(0, "not writing through dangling symlink %s", cli_quote(dst->path));
 		return -1;
 	}
+	if (o->remove_dest)
+		return remove_dest(dst);
 	*exists = true;
 	return 1;
 }

@@ -64,8 +64,9 @@ static int open_existing(struct cp_job *j, mode_t mode, bool top)
 		close(fd);
 		return cp_refuse_same(j->src, j->dst);
 	}
-	/* Devices and FIFOs have nothing to truncate. */
-	if (S_ISREG(st.st_mode) && ftruncate(fd, 0) < 0) {
+	/* Devices and FIFOs have nothing to truncate; --attributes-only
+	 * leaves DST's data as it is. */
+	if (S_ISREG(st.st_mode) && !j->o->attrs_only && ftruncate(fd, 0) < 0) {
 		cli_error(errno, "cannot truncate %s", cli_quote(j->dst));
 		close(fd);
 		return -1;
@@ -76,7 +77,9 @@ static int open_existing(struct cp_job *j, mode_t mode, bool top)
 /* exists: cp_existing found DST there and left it. */
 static int open_target(struct cp_job *j, bool exists, bool top)
 {
-	mode_t mode = S_ISREG(j->st.st_mode) ? j->st.st_mode & 0777 : 0666;
+	/* SOURCE's permission bits (less the umask), whatever it is: cp(1)
+	 * gives the copy of a device's or a FIFO's contents theirs too. */
+	mode_t mode = j->st.st_mode & 0777;
 	int fd;
 
 	if (exists)

@@ -186,8 +186,9 @@ static int cp_made(const struct cp_opts *o, const struct cp_at *src, const struc
 	if (S_ISLNK(st->st_mode))
 		return cp_symlink(o, src, dst, st);
 	/* Outside a tree, a special file's contents are copied (a pipe on
-	 * standard input), as cp(1) does without -r. */
-	if (S_ISREG(st->st_mode) || !o->recursive)
+	 * standard input), as cp(1) does without -r, and in one with
+	 * --copy-contents (a FIFO waits for a writer then, as in cp(1)). */
+	if (S_ISREG(st->st_mode) || !o->recursive || o->copy_contents)
 		return cp_file(src, dst, o, top);
 	return cp_special(o, src, dst, st);
 }

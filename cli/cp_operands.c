@@ -115,13 +115,28 @@ static bool target_ok(const char *dir, const char *what)
 	return true;
 }
 
-/* Each SOURCE into dir: under its name, or its whole path with --parents. */
+/* --strip-trailing-slashes: "ld/" -> "ld", so that a symbolic link to a
+ * directory is copied as the link (with -P), not as what it leads to; "/"
+ * stays. */
+static void strip_slashes(char *path)
+{
+	size_t len = strlen(path);
+
+	while (len > 1 && path[len - 1] == '/')
+		path[--len] = '\0';
+}
+
+/* Each SOURCE into dir: under its name, or its whole path with --parents.
+ * Only here are SOURCEs stripped of trailing slashes, as cp(1) strips them
+ * (SOURCE DEST keeps them). */
 static int cp_into(const struct cp_opts *o, char **srcs, int n, const char *dir)
 {
 	char *dst;
 	int i, rc = 0;
 
 	for (i = 0; i < n; i++) {
+		if (o->strip_slashes)
+			strip_slashes(srcs[i]);
 		dst = o->parents ? parents_path(o, dir, srcs[i]) : path_in_dir(dir, srcs[i]);
 		if (!dst) {
 			if (!o->parents)

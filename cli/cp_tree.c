@@ -287,7 +287,9 @@ static int cp_dir(struct cp_tree *t, struct cp_level *up, const struct cp_at *sr
 		t->top_known = true;
 	}
 	maybe_close_up(t, &me);
-	rc = cp_entries(t, &me);
+	/* -x: a directory of another filesystem than the one it is in (a
+	 * mount point) is made, as cp -x makes it, but stays empty. */
+	rc = t->opts->one_fs && up && st->st_dev != up->src_st.st_dev ? 0 : cp_entries(t, &me);
 	if (me.src < 0 || reopen_up(t, &me) < 0) {
 		close_level(t, &me);
 		return -1;

@@ -205,9 +205,9 @@ done
 rc_is $LINENO 1; is $LINENO 0 "$(wc -c <out)"
 err_is $LINENO "psplice: unrecognized option '--bogus'" \
 	"Try 'psplice cat --help' for more information."
-"$P" cp -x a b 2>err; rc=$?
+"$P" cp -q a b 2>err; rc=$?
 rc_is $LINENO 1; [ ! -e b.x ] || fail $LINENO "copied anyway"
-err_is $LINENO "psplice: invalid option -- 'x'" \
+err_is $LINENO "psplice: invalid option -- 'q'" \
 	"Try 'psplice cp --help' for more information."
 "$P" 2>err; rc=$?
 rc_is $LINENO 1

@@ -7,8 +7,10 @@
 # the bytes equal), never writes them, auto keeps SOURCE's; a tree whose
 # paths are longer than PATH_MAX is copied whole (GNU cp 9.1 cannot: "File
 # name too long"); -i asks GNU's questions, "overwrite", "unwritable ...
-# try anyway" and with -f "replace ..., overriding mode", and y replaces, n
-# keeps.
+# try anyway" and with -f or --remove-destination "replace ..., overriding
+# mode", and y replaces, n keeps; -x, --remove-destination,
+# --attributes-only, --strip-trailing-slashes and --copy-contents make the
+# same trees as GNU's, with the same exit status and messages.
 # $1 is the scratch directory, the CLI is $PSPLICE_BIN. Silent on pass, but
 # for checks it cannot make, which say why.
 [ -z "${BASH_VERSION:-}" ] && command -v bash >/dev/null && exec bash "$0" "$@"
@@ -197,7 +199,8 @@ if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
 	chmod 755 "$d"; mkdir u && chmod 777 u && cd u
 	as sh -c 'echo a >a; echo b >b; echo c >c; chmod 444 b; echo w >w; chmod 4751 c
 		chmod u-w c' || fail $LINENO "cannot make nobody's files"
-	for case in "n -i b" "y -i b" "n -if b" "y -if b" "n -i w" "y -i w" "y -i -f c"; do
+	for case in "n -i b" "y -i b" "n -if b" "y -if b" "n -i w" "y -i w" "y -i -f c" \
+		"n -i --remove-destination b" "y -i --remove-destination b"; do
 		ans=${case%% *} file=${case##* } opts=${case#* }
 		set -- "$ans" "${opts% *}" "$file"
 		[ -z "$gnu" ] || { cp -p b b.gnu; cp -p c c.gnu; cp -p w w.gnu; }
@@ -214,6 +217,8 @@ if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
 		"n -i b") is $LINENO "0 b psplice: unwritable 'b' (mode 0444, r--r--r--); try anyway? " "$got" ;;
 		"y -if b") is $LINENO "0 a psplice: replace 'b', overriding mode 0444 (r--r--r--)? " "$got" ;;
 		"y -i -f c") is $LINENO "0 a psplice: replace 'c', overriding mode 4551 (r-sr-x--x)? " "$got" ;;
+		"n -i --remove-destination b")
+			is $LINENO "0 b psplice: replace 'b', overriding mode 0444 (r--r--r--)? " "$got" ;;
 		"n -i w") is $LINENO "0 w psplice: overwrite 'w'? " "$got" ;;
 		"y -i w") is $LINENO "0 a psplice: overwrite 'w'? " "$got" ;;
 		esac
@@ -222,4 +227,169 @@ if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
 else
 	skip "-i on an unwritable DST: needs root (to be someone else) and setpriv"
 fi
+
+# --- 5. -x, --remove-destination, --attributes-only, --strip-trailing-slashes,
+# --copy-contents -----------------------------------------------------------------
+# listing DIR: each entry under DIR, sorted, with its type, mode, links,
+# size, mtime when $fmt is set, and a link's target; then the checksum of
+# each file
+listing() {
+	(cd "$1" && find . -mindepth 1 -printf "%p %y %m %n %s${fmt:+ %T@} %l\n" | LC_ALL=C sort &&
+		find . -type f -exec cksum {} + | LC_ALL=C sort -k3)
+}
+# Tmpfs mounted by the cases of -x, unmounted at the end or before the next.
+mounts=
+cli_cleanup() {
+	for m in $mounts; do umount -l "$m" 2>/dev/null; done
+	mounts=
+}
+# side LINE SETUP ARGS...: SETUP (a function) makes the same tree in g and
+# in p, every mtime in it one date (which $fmt compares); then in g GNU cp
+# ARGS, in p psplice cp ARGS, each after $pre (a command run in the tree,
+# may be empty). The exit status and the messages (those of GNU by $gsed)
+# are the same, and so is every entry of the two trees. SETUP returning
+# 77: returns 77.
+side() {
+	l=$1 setup=$2; shift 2
+	cli_cleanup; rm -rf g p; mkdir g p
+	for w in g p; do
+		cd "$d/$w" || fail $l "cannot enter $w"
+		$setup; r=$?
+		cd "$d" || fail $l "cannot enter $d"
+		[ $r -ne 77 ] || return 77
+		[ $r -eq 0 ] && (cd $w && find . -exec touch -h -d 2003-01-01 {} +) ||
+			fail $l "cannot set up $w"
+	done
+	(cd g && eval "${pre:-}" && timeout 60 cp "$@" 2>"$d/gerr"; echo $? >"$d/grc"; wait)
+	(cd p && eval "${pre:-}" && timeout 60 "$P" cp "$@" 2>"$d/err"; echo $? >"$d/rc"; wait)
+	is $l "$(cat grc) $(sed "${gsed:-}" gerr)" "$(cat rc) $(sed 's/^psplice:/cp:/' err)"
+	is $l "$(listing g)" "$(listing p)"
+}
+
+# -x: a directory of another filesystem (a tmpfs mounted in the tree) is
+# made, with its root's mode and times, and left empty; given as SOURCE, or
+# reached through a followed link, the same; without -r, -x changes nothing
+setup_x() {
+	mkdir -p s/sub s/m && echo a >s/a && echo b >s/sub/b && ln -s m s/lm || return 1
+	mount -t tmpfs -o mode=0750,size=1m none s/m 2>/dev/null || return 77
+	mounts="$mounts $PWD/s/m"
+	echo in >s/m/in && mkdir s/m/deep && echo d >s/m/deep/f
+}
+x_cases() {
+	side $LINENO setup_x -rx s c || { skip "-x: cannot mount a tmpfs"; return; }
+	fmt=1 side $LINENO setup_x -ax s c
+	side $LINENO setup_x --one-file-system -rL s c
+	side $LINENO setup_x -rx s/m c
+	side $LINENO setup_x -x s/a c
+	side $LINENO setup_x -rx s/m s/a s/sub
+	cli_cleanup
+}
+
+# --remove-destination: DST removed before it is opened, where -f opens it
+# first: another name of a file keeps the old data, a read-only file, a
+# link (to something else, to nothing, to SOURCE) and a FIFO are replaced
+# by a regular file; a directory is not removed; SOURCE itself is refused,
+# another name of it is not
+setup_rd() {
+	echo new >src && echo old >d1 && ln d1 d1o && echo ro >d2 && chmod 444 d2 &&
+		echo tgt >t && ln -s t d3 && ln -s nowhere d4 && ln -s src d5 &&
+		mkfifo d6 && mkdir D && ln src sh && mkdir -p tr/in dt/in && echo a >tr/a &&
+		echo b >tr/in/b && echo olda >dt/a && ln dt/a dt/a2 && ln -s ../a dt/in/b
+}
+rd_cases() {
+	for dst in d1 d2 d3 d4 d5 d6 sh src ./src; do
+		side $LINENO setup_rd --remove-destination src $dst
+	done
+	side $LINENO setup_rd -T --remove-destination src D
+	side $LINENO setup_rd --remove-destination -f src d2
+	side $LINENO setup_rd --remove-destination -l src d1
+	side $LINENO setup_rd --remove-destination -s src d3
+	side $LINENO setup_rd --remove-destination -b src d1
+	side $LINENO setup_rd --remove-destination -n src d1
+	side $LINENO setup_rd -r --remove-destination tr/. dt
+	fmt=1 side $LINENO setup_rd -a --remove-destination tr/. dt
+}
+
+# dev NAME: a 0600 device like /dev/null, where we may make one (else none,
+# in both trees)
+dev() { ! mknod "$1" c 1 3 2>/dev/null || chmod 600 "$1"; }
+
+# --attributes-only: no data; a new DST is empty, an existing one keeps its
+# data (and, without -p, its attributes); a device or a FIFO is made anew
+# with -r, else a regular file; a link is followed to the file it names
+setup_ao() {
+	echo newdata >src && chmod 640 src && echo olddata-long >ex && chmod 600 ex &&
+		dev n && mkfifo -m 640 f && mkdir t &&
+		echo x >t/a && ln -s a t/l && mkfifo t/p && echo hi >e2 && ln -s e2 lk
+}
+ao_cases() {
+	side $LINENO setup_ao --attributes-only src new
+	fmt=1 side $LINENO setup_ao --attributes-only -p src new
+	fmt=1 side $LINENO setup_ao --attributes-only src ex
+	fmt=1 side $LINENO setup_ao --attributes-only -p src ex
+	fmt=1 side $LINENO setup_ao --attributes-only -p src lk
+	side $LINENO setup_ao --attributes-only n dn
+	side $LINENO setup_ao -r --attributes-only n dn
+	side $LINENO setup_ao -r --attributes-only f df
+	fmt=1 side $LINENO setup_ao -a --attributes-only t c
+	side $LINENO setup_ao --attributes-only --reflink=always src rr
+	side $LINENO setup_ao --attributes-only src src
+	# -v: no bytes, and no word of write-behind, even for a file it would pace
+	head -c 9M /dev/zero >big
+	"$P" cp -v --attributes-only --write-behind big vb 2>err; rc=$?
+	rc_is $LINENO 0; err_is $LINENO "psplice: 'big' -> 'vb': 0 bytes"
+	is $LINENO 0 "$(stat -c %s vb)"
+	rm -f big vb
+}
+
+# --strip-trailing-slashes: "ld/" (ld a link to a directory) is ld, the
+# link, when SOURCEs are copied into a DIRECTORY; SOURCE DEST keeps it
+setup_ss() {
+	mkdir d o && echo f >d/f && ln -s d ld && echo x >file
+}
+ss_cases() {
+	for o in -P -rP -rd "-rP --parents"; do
+		side $LINENO setup_ss $o ld/ o
+		side $LINENO setup_ss $o --strip-trailing-slashes ld// o
+	done
+	side $LINENO setup_ss -P --strip-trailing-slashes ld/ n
+	side $LINENO setup_ss -rP --strip-trailing-slashes ld/ n
+	side $LINENO setup_ss -rPT --strip-trailing-slashes ld/ o
+	side $LINENO setup_ss --strip-trailing-slashes -t o file/
+	side $LINENO setup_ss --strip-trailing-slashes file/ n
+	side $LINENO setup_ss --strip-trailing-slashes / o
+}
+
+# --copy-contents: with -r, a device or a FIFO is read as a file is (a FIFO
+# after its writer, which is there) and its copy a regular file with its
+# mode; links stay links unless followed; without -r, as always, and a copy
+# of a device gets the device's mode
+setup_cc() {
+	mkdir t && echo x >t/a && ln -s a t/l && dev t/null &&
+		mkfifo -m 640 t/p && ln -s null t/lnull
+}
+# a writer of the FIFO $1 that gives up after 10 s
+feed() { (timeout 10 sh -c 'printf fifo-data >"$1"' sh "$1" &); }
+cc_cases() {
+	side $LINENO setup_cc -r t c
+	pre="feed t/p" side $LINENO setup_cc -r --copy-contents t c
+	pre="feed t/p" side $LINENO setup_cc -rL --copy-contents t c
+	pre="feed t/p" side $LINENO setup_cc -r --copy-contents t/p c
+	side $LINENO setup_cc t/null c
+	side $LINENO setup_cc --copy-contents t/null c
+	side $LINENO setup_cc -r --copy-contents t/null c
+	side $LINENO setup_cc -a --copy-contents t/l c
+	# a socket cannot be opened (cp(1) says "for reading" too)
+	gsed='s/ for reading:/:/' side $LINENO setup_sock -r --copy-contents t c ||
+		skip "--copy-contents of a socket: cannot bind one"
+}
+setup_sock() {
+	mkdir t && { python3 -c 'import socket; socket.socket(socket.AF_UNIX).bind("t/s")' ||
+		return 77; }
+}
+
+if [ -n "$gnu" ]; then
+	x_cases; rd_cases; ao_cases; ss_cases; cc_cases
+fi
+rm -rf g p
 exit 0
