@@ -41,9 +41,8 @@ static const struct option longopts[] = {
 
 static void print_stats(struct relay *r)
 {
-	fprintf(stderr, CLI_NAME ": relay: connections %" PRIu64 " open, %" PRIu64
-		" total; bytes %" PRIu64 " %s, %" PRIu64 " %s; pending %" PRId64 " %s, %"
-		PRId64 " %s; copied %" PRIu64 "\n",
+	cli_say("relay: connections %" PRIu64 " open, %" PRIu64 " total; bytes %" PRIu64
+		" %s, %" PRIu64 " %s; pending %" PRId64 " %s, %" PRId64 " %s; copied %" PRIu64,
 		(uint64_t)atomic_load(&r->open), (uint64_t)atomic_load(&r->total),
 		(uint64_t)atomic_load(&r->bytes[0]), relay_dir_name[0],
 		(uint64_t)atomic_load(&r->bytes[1]), relay_dir_name[1],
@@ -80,7 +79,7 @@ static void supervise(struct relay *r, struct worker *w, int sfd)
 			continue;
 		}
 		if (r->verbose && !atomic_load(&r->draining))
-			fprintf(stderr, CLI_NAME ": relay: draining (%" PRIu64 " open)\n",
+			cli_say("relay: draining (%" PRIu64 " open)",
 				(uint64_t)atomic_load(&r->open));
 		if (r->listen.ss.ss_family == AF_UNIX && !atomic_load(&r->draining))
 			unlink(((struct sockaddr_un *)&r->listen.ss)->sun_path);
@@ -117,8 +116,7 @@ static void say_listening(const struct relay *r, const struct worker *w)
 
 	getsockname(w[0].listener.fd, (struct sockaddr *)&ss, &len);
 	addr_text((struct sockaddr *)&ss, len, where, sizeof(where));
-	fprintf(stderr, CLI_NAME ": relay: listening on %s, forwarding to %s, %d worker%s\n",
-		where, r->target.text, r->jobs, r->jobs == 1 ? "" : "s");
+	cli_say("relay: listening on %s, forwarding to %s, %d worker%s", where, r->target.text, r->jobs, r->jobs == 1 ? "" : "s");
 }
 
 static void start_workers(const struct relay *r, struct worker *w)
