@@ -158,6 +158,7 @@ static int serve(struct relay *r, struct worker *w)
 	supervise(r, w, sfd);
 	for (i = 0; i < r->jobs; i++)
 		pthread_join(w[i].thread, NULL);
+	note_flush(&r->accept_failed, true);
 	if (r->verbose)
 		print_stats(r);
 	return 0;
@@ -298,7 +299,8 @@ static void parse_operands(const struct cli_cmd *cmd, int argc, char **argv,
 
 static int relay_main(const struct cli_cmd *cmd, int argc, char **argv)
 {
-	struct relay r = { .connect_ms = 10000, .drain_ms = 10000, .unix_mode = -1 };
+	struct relay r = { .connect_ms = 10000, .drain_ms = 10000, .unix_mode = -1,
+			   .accept_failed = { .lock = PTHREAD_MUTEX_INITIALIZER, .what = "accept" } };
 	uint64_t jobs = parse_options(cmd, argc, argv, &r);
 
 	parse_operands(cmd, argc, argv, &r);
