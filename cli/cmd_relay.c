@@ -51,15 +51,54 @@ static void print_stats(struct relay *r)
 		(uint64_t)atomic_load(&r->copied));
 }
 
-/* Wait for the workers; SIGTERM/SIGINT start the drain, SIGUSR1 and the
- * stats interval print the counters. */
+/* A second stop signal: the connections are not waited for. The relay
+ * ends as the signal's default action ends a program, not with an exit
+ * status of its own: a shell that sees its child killed by SIGINT stops the
+ * script it runs too, as it would for any program interrupted by Ctrl-C
+ * (an exit status of 130 would let the script go on). The kernel closes
+ * every socket. */
+static void die_of(int signo)
+{
+	sigset_t set;
+
+	signal(signo, SIG_DFL);
+	sigemptyset(&set);
+	sigaddset(&set, signo);
+	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+	raise(signo);
+	_exit(128 + signo);
+}
+
+/* SIGTERM, SIGINT or SIGHUP: the first stops accepting and lets the open
+ * connections finish, and says so (someone who pressed Ctrl-C would
+ * otherwise wait on a silent relay); the second stops at once. */
+static void stop(struct relay *r, struct worker *w, int signo)
+{
+	uint64_t open = atomic_load(&r->open), one = 1;
+	int i;
+
+	if (atomic_load(&r->draining))
+		die_of(signo);
+	if (open || r->verbose)
+		cli_say("relay: draining %" PRIu64 " connection%s (again to stop now)", open,
+			open == 1 ? "" : "s");
+	if (r->listen.ss.ss_family == AF_UNIX)
+		unlink(((struct sockaddr_un *)&r->listen.ss)->sun_path);
+	atomic_store(&r->draining, true);
+	for (i = 0; i < r->jobs; i++)
+		if (write(w[i].wake.fd, &one, sizeof(one)) < 0)
+			cli_error(errno, "relay: eventfd");
+}
+
+/* Wait for the workers; SIGTERM, SIGINT and SIGHUP stop the relay (stop),
+ * SIGUSR1 and the stats interval print the counters. */
 static void supervise(struct relay *r, struct worker *w, int sfd)
 {
 	struct pollfd p[2] = { { .fd = sfd, .events = POLLIN },
 			       { .fd = r->done_fd, .events = POLLIN } };
 	struct signalfd_siginfo si;
-	int running = r->jobs, i;
-	uint64_t v, one = 1;
+	int running = r->jobs;
+	uint64_t v;
 	int64_t next_stats = r->stats_ms ? now_ms() + r->stats_ms : NEVER, now;
 
 	while (running > 0) {
@@ -74,19 +113,10 @@ static void supervise(struct relay *r, struct worker *w, int sfd)
 			running -= (int)v;
 		if (!(p[0].revents & POLLIN) || read(sfd, &si, sizeof(si)) != sizeof(si))
 			continue;
-		if (si.ssi_signo == SIGUSR1) {
+		if (si.ssi_signo == SIGUSR1)
 			print_stats(r);
-			continue;
-		}
-		if (r->verbose && !atomic_load(&r->draining))
-			cli_say("relay: draining (%" PRIu64 " open)",
-				(uint64_t)atomic_load(&r->open));
-		if (r->listen.ss.ss_family == AF_UNIX && !atomic_load(&r->draining))
-			unlink(((struct sockaddr_un *)&r->listen.ss)->sun_path);
-		atomic_store(&r->draining, true);
-		for (i = 0; i < r->jobs; i++)
-			if (write(w[i].wake.fd, &one, sizeof(one)) < 0)
-				cli_error(errno, "relay: eventfd");
+		else
+			stop(r, w, (int)si.ssi_signo);
 	}
 }
 
@@ -323,7 +353,7 @@ const struct cli_cmd cli_cmd_relay = {
 	"Accept connections on LISTEN and forward each to TARGET, both directions\n"
 	"by splice through the kernel. Addresses: HOST:PORT, [IPv6]:PORT, unix:PATH.\n"
 	"A half-close is passed on; SIGTERM, SIGINT or SIGHUP stops accepting and lets open\n"
-	"connections finish; SIGUSR1 prints the counters.\n"
+	"connections finish, a second one stops at once; SIGUSR1 prints the counters.\n"
 	"\n"
 	"  -j, --jobs=N             worker threads (default: number of CPUs)\n"
 	"      --max-conns=N        accept no more than N open connections (0: no limit)\n"
