@@ -187,12 +187,14 @@ check-asan:
 	$(Q)ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 		sh tests/run.sh build-asan
 
+# The command too, for the relay's worker threads (CLI_TSAN_TESTS).
+CLI_TSAN_TESTS := t_cli_relay_msg.sh
 check-tsan:
 	$(Q)$(MAKE) --no-print-directory BUILD=build-tsan CC=gcc SAN="-fsanitize=thread" \
 		OPT="-O1 -g" build-tsan/tests/t_threads build-tsan/tests/t_pending \
-		$(FAULT_TSAN_TESTS:%=build-tsan/tests/%)
+		$(FAULT_TSAN_TESTS:%=build-tsan/tests/%) build-tsan/psplice
 	$(Q)TSAN_OPTIONS=halt_on_error=1 sh tests/run.sh build-tsan t_threads t_pending \
-		$(FAULT_TSAN_TESTS)
+		$(FAULT_TSAN_TESTS) $(CLI_TSAN_TESTS)
 
 # Memory errors and leaks in the plain build, on the tests whose syscalls
 # valgrind knows (it does not know cachestat, used by the sync tests).

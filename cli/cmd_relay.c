@@ -41,9 +41,8 @@ static const struct option longopts[] = {
 
 static void print_stats(struct relay *r)
 {
-	fprintf(stderr, CLI_NAME ": relay: connections %" PRIu64 " open, %" PRIu64
-		" total; bytes %" PRIu64 " %s, %" PRIu64 " %s; pending %" PRId64 " %s, %"
-		PRId64 " %s; copied %" PRIu64 "\n",
+	cli_say("relay: connections %" PRIu64 " open, %" PRIu64 " total; bytes %" PRIu64
+		" %s, %" PRIu64 " %s; pending %" PRId64 " %s, %" PRId64 " %s; copied %" PRIu64,
 		(uint64_t)atomic_load(&r->open), (uint64_t)atomic_load(&r->total),
 		(uint64_t)atomic_load(&r->bytes[0]), relay_dir_name[0],
 		(uint64_t)atomic_load(&r->bytes[1]), relay_dir_name[1],
@@ -52,15 +51,54 @@ static void print_stats(struct relay *r)
 		(uint64_t)atomic_load(&r->copied));
 }
 
-/* Wait for the workers; SIGTERM/SIGINT start the drain, SIGUSR1 and the
- * stats interval print the counters. */
+/* A second stop signal: the connections are not waited for. The relay
+ * ends as the signal's default action ends a program, not with an exit
+ * status of its own: a shell that sees its child killed by SIGINT stops the
+ * script it runs too, as it would for any program interrupted by Ctrl-C
+ * (an exit status of 130 would let the script go on). The kernel closes
+ * every socket. */
+static void die_of(int signo)
+{
+	sigset_t set;
+
+	signal(signo, SIG_DFL);
+	sigemptyset(&set);
+	sigaddset(&set, signo);
+	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+	raise(signo);
+	_exit(128 + signo);
+}
+
+/* SIGTERM, SIGINT or SIGHUP: the first stops accepting and lets the open
+ * connections finish, and says so (someone who pressed Ctrl-C would
+ * otherwise wait on a silent relay); the second stops at once. */
+static void stop(struct relay *r, struct worker *w, int signo)
+{
+	uint64_t open = atomic_load(&r->open), one = 1;
+	int i;
+
+	if (atomic_load(&r->draining))
+		die_of(signo);
+	if (open || r->verbose)
+		cli_say("relay: draining %" PRIu64 " connection%s (again to stop now)", open,
+			open == 1 ? "" : "s");
+	if (r->listen.ss.ss_family == AF_UNIX)
+		unlink(((struct sockaddr_un *)&r->listen.ss)->sun_path);
+	atomic_store(&r->draining, true);
+	for (i = 0; i < r->jobs; i++)
+		if (write(w[i].wake.fd, &one, sizeof(one)) < 0)
+			cli_error(errno, "relay: eventfd");
+}
+
+/* Wait for the workers; SIGTERM, SIGINT and SIGHUP stop the relay (stop),
+ * SIGUSR1 and the stats interval print the counters. */
 static void supervise(struct relay *r, struct worker *w, int sfd)
 {
 	struct pollfd p[2] = { { .fd = sfd, .events = POLLIN },
 			       { .fd = r->done_fd, .events = POLLIN } };
 	struct signalfd_siginfo si;
-	int running = r->jobs, i;
-	uint64_t v, one = 1;
+	int running = r->jobs;
+	uint64_t v;
 	int64_t next_stats = r->stats_ms ? now_ms() + r->stats_ms : NEVER, now;
 
 	while (running > 0) {
@@ -75,19 +113,10 @@ static void supervise(struct relay *r, struct worker *w, int sfd)
 			running -= (int)v;
 		if (!(p[0].revents & POLLIN) || read(sfd, &si, sizeof(si)) != sizeof(si))
 			continue;
-		if (si.ssi_signo == SIGUSR1) {
+		if (si.ssi_signo == SIGUSR1)
 			print_stats(r);
-			continue;
-		}
-		if (r->verbose && !atomic_load(&r->draining))
-			fprintf(stderr, CLI_NAME ": relay: draining (%" PRIu64 " open)\n",
-				(uint64_t)atomic_load(&r->open));
-		if (r->listen.ss.ss_family == AF_UNIX && !atomic_load(&r->draining))
-			unlink(((struct sockaddr_un *)&r->listen.ss)->sun_path);
-		atomic_store(&r->draining, true);
-		for (i = 0; i < r->jobs; i++)
-			if (write(w[i].wake.fd, &one, sizeof(one)) < 0)
-				cli_error(errno, "relay: eventfd");
+		else
+			stop(r, w, (int)si.ssi_signo);
 	}
 }
 
@@ -117,8 +146,7 @@ static void say_listening(const struct relay *r, const struct worker *w)
 
 	getsockname(w[0].listener.fd, (struct sockaddr *)&ss, &len);
 	addr_text((struct sockaddr *)&ss, len, where, sizeof(where));
-	fprintf(stderr, CLI_NAME ": relay: listening on %s, forwarding to %s, %d worker%s\n",
-		where, r->target.text, r->jobs, r->jobs == 1 ? "" : "s");
+	cli_say("relay: listening on %s, forwarding to %s, %d worker%s", where, r->target.text, r->jobs, r->jobs == 1 ? "" : "s");
 }
 
 static void start_workers(const struct relay *r, struct worker *w)
@@ -160,6 +188,7 @@ static int serve(struct relay *r, struct worker *w)
 	supervise(r, w, sfd);
 	for (i = 0; i < r->jobs; i++)
 		pthread_join(w[i].thread, NULL);
+	note_flush(&r->accept_failed, true);
 	if (r->verbose)
 		print_stats(r);
 	return 0;
@@ -300,7 +329,8 @@ static void parse_operands(const struct cli_cmd *cmd, int argc, char **argv,
 
 static int relay_main(const struct cli_cmd *cmd, int argc, char **argv)
 {
-	struct relay r = { .connect_ms = 10000, .drain_ms = 10000, .unix_mode = -1 };
+	struct relay r = { .connect_ms = 10000, .drain_ms = 10000, .unix_mode = -1,
+			   .accept_failed = { .lock = PTHREAD_MUTEX_INITIALIZER, .what = "accept" } };
 	uint64_t jobs = parse_options(cmd, argc, argv, &r);
 
 	parse_operands(cmd, argc, argv, &r);
@@ -323,7 +353,7 @@ const struct cli_cmd cli_cmd_relay = {
 	"Accept connections on LISTEN and forward each to TARGET, both directions\n"
 	"by splice through the kernel. Addresses: HOST:PORT, [IPv6]:PORT, unix:PATH.\n"
 	"A half-close is passed on; SIGTERM, SIGINT or SIGHUP stops accepting and lets open\n"
-	"connections finish; SIGUSR1 prints the counters.\n"
+	"connections finish, a second one stops at once; SIGUSR1 prints the counters.\n"
 	"\n"
 	"  -j, --jobs=N             worker threads (default: number of CPUs)\n"
 	"      --max-conns=N        accept no more than N open connections (0: no limit)\n"

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -16,38 +17,165 @@
 
 #include "common.h"
 
+/* Write all of buf to standard error. */
+static void put_stderr(const char *buf, size_t len)
+{
+	ssize_t n;
+
+	while (len) {
+		n = write(STDERR_FILENO, buf, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return;
+		buf += n;
+		len -= (size_t)n;
+	}
+}
+
+/* A message being built: len bytes of buf's size, one kept for its newline. */
+struct line {
+	char *buf;
+	size_t size, len;
+};
+
+static void line_vadd(struct line *l, const char *fmt, va_list ap)
+{
+	size_t room = l->size - 1 - l->len;  /* the text's and vsnprintf's NUL */
+	int n = vsnprintf(l->buf + l->len, room, fmt, ap);
+
+	if (n > 0)
+		l->len += (size_t)n < room ? (size_t)n : room - 1;
+}
+
+static void line_add(struct line *l, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	line_vadd(l, fmt, ap);
+	va_end(ap);
+}
+
+/* "psplice: " MSG [": " reason] "\n", built whole in memory and written with
+ * one write(2): stdio writes the pieces of a line in several, and relay
+ * workers reporting at once tore each other's lines. A message too long for
+ * the stack goes through the heap; without the memory, it is cut. */
+static void say(int err, const char *fmt, va_list ap)
+{
+	char small[1024], why[256];
+	const char *reason = err ? strerror_r(err, why, sizeof(why)) : "";
+	struct line l = { small, sizeof(small), 0 };
+	int saved = errno, body;
+	size_t need;
+	va_list again;
+
+	va_copy(again, ap);
+	body = vsnprintf(NULL, 0, fmt, again);
+	va_end(again);
+	need = sizeof(CLI_NAME ": ") + (body > 0 ? (size_t)body : 0) + strlen(reason) + 4;
+	if (need > l.size && (l.buf = malloc(need)))
+		l.size = need;
+	else if (need > l.size)
+		l.buf = small;
+	line_add(&l, "%s", CLI_NAME ": ");
+	line_vadd(&l, fmt, ap);
+	if (err)
+		line_add(&l, ": %s", reason);
+	l.buf[l.len++] = '\n';
+	put_stderr(l.buf, l.len);
+	if (l.buf != small)
+		free(l.buf);
+	errno = saved;
+}
+
 void cli_error(int err, const char *fmt, ...)
 {
 	va_list ap;
 
+	/* What was printed before the error comes before it. */
 	fflush(stdout);
-	fputs(CLI_NAME ": ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	say(err, fmt, ap);
 	va_end(ap);
-	if (err)
-		fprintf(stderr, ": %s", strerror(err));
-	fputc('\n', stderr);
+}
+
+void cli_say(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	say(0, fmt, ap);
+	va_end(ap);
+}
+
+/* Each thread quotes into slots of its own: relay workers report at once.
+ * A slot grown for a long name is freed when its thread ends (the key's
+ * destructor); the main thread's stay reachable until exit. */
+#define QUOTE_SLOTS 4
+struct quote_slots {
+	char first[QUOTE_SLOTS][4096 + 3], *grown[QUOTE_SLOTS];
+	size_t room[QUOTE_SLOTS];
+	unsigned int next;
+	bool keyed;          /* registered for the destructor */
+};
+static _Thread_local struct quote_slots quotes;
+static pthread_key_t quote_key;
+static pthread_once_t quote_once = PTHREAD_ONCE_INIT;
+static bool quote_key_made;
+
+static void free_grown(void *arg)
+{
+	struct quote_slots *q = arg;
+	int i;
+
+	for (i = 0; i < QUOTE_SLOTS; i++) {
+		free(q->grown[i]);
+		q->grown[i] = NULL;
+		q->room[i] = 0;
+	}
+	q->keyed = false;
+}
+
+static void make_quote_key(void)
+{
+	quote_key_made = pthread_key_create(&quote_key, free_grown) == 0;
+}
+
+/* The memory to quote len bytes in slot, or false: without a destructor to
+ * free it, a thread grows nothing. */
+static bool grow(struct quote_slots *q, unsigned int slot, size_t len)
+{
+	char *p;
+
+	if (len <= q->room[slot])
+		return true;
+	if (!q->keyed) {
+		pthread_once(&quote_once, make_quote_key);
+		q->keyed = quote_key_made && pthread_setspecific(quote_key, q) == 0;
+		if (!q->keyed)
+			return false;
+	}
+	p = realloc(q->grown[slot], len);
+	if (!p)
+		return false;
+	q->grown[slot] = p;
+	q->room[slot] = len;
+	return true;
 }
 
 const char *cli_quote(const char *name)
 {
 	/* Whole, however long: a path deep in a tree may be longer than
 	 * PATH_MAX. Without the memory for it, cut at what there is. */
-	static char first[4][4096 + 3], *grown[4];
-	static size_t room[4];
-	static unsigned int next;
-	unsigned int slot = next++ % 4;
-	size_t len = strlen(name) + 3, size = sizeof(first[0]);
-	char *q = first[slot], *p = NULL;
+	struct quote_slots *qs = &quotes;
+	unsigned int slot = qs->next++ % QUOTE_SLOTS;
+	size_t len = strlen(name) + 3, size = sizeof(qs->first[0]);
+	char *q = qs->first[slot], *p;
 
-	if (len > size && len > room[slot] && (p = realloc(grown[slot], len))) {
-		grown[slot] = p;
-		room[slot] = len;
-	}
-	if (len > size && len <= room[slot]) {
-		q = grown[slot];
-		size = room[slot];
+	if (len > size && grow(qs, slot, len)) {
+		q = qs->grown[slot];
+		size = qs->room[slot];
 	}
 	p = q;
 	*p++ = '\'';
@@ -178,11 +306,9 @@ void cli_report(const char *in, const char *out, const struct cli_copy *c)
 {
 	char num[32];
 
-	fprintf(stderr, CLI_NAME ": %s -> %s: %s byte%s", cli_quote(in), cli_quote(out),
-		thousands(c->bytes, num, sizeof(num)), c->bytes == 1 ? "" : "s");
-	if (c->bytes)
-		fprintf(stderr, " by %s", psplice_method_name(c->method));
-	fputc('\n', stderr);
+	cli_say("%s -> %s: %s byte%s%s%s", cli_quote(in), cli_quote(out),
+		thousands(c->bytes, num, sizeof(num)), c->bytes == 1 ? "" : "s",
+		c->bytes ? " by " : "", c->bytes ? psplice_method_name(c->method) : "");
 }
 
 /* A reader that went away ends psplice as it ends cat: by SIGPIPE, which

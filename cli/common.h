@@ -73,10 +73,14 @@ void cli_version(void) __attribute__((noreturn));
 void cli_usage_error(const struct cli_cmd *cmd, const char *fmt, ...)
 	__attribute__((noreturn, format(printf, 2, 3)));
 
-/* "psplice: MSG: strerror(err)" on stderr (no ": ..." when err is 0). */
+/* "psplice: MSG: strerror(err)" on stderr (no ": ..." when err is 0), after
+ * what stdout holds. Like every message here, one write(2) of the whole
+ * line, so that lines from several threads never mix; errno is kept. */
 void cli_error(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* name in single quotes, control characters shown as '?'. Static storage,
- * a few calls may be live at once. */
+/* "psplice: MSG" on stderr, in one write(2); errno is kept. */
+void cli_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* name in single quotes, control characters shown as '?'. Storage of the
+ * calling thread's, a few calls may be live at once. */
 const char *cli_quote(const char *name);
 
 /* One copy from fd_in to fd_out, to end of input. */

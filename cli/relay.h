@@ -19,6 +19,18 @@
 #define RETRY_MS 100         /* a paused listener looks again this often */
 #define RECONNECT_MS 20      /* a unix target with a full queue, the same */
 #define NEVER INT64_MAX
+#define NOTE_MS 5000         /* a repeated error is said at most this often */
+
+/* An error that may come many times a second, from every worker (accept
+ * out of fds: the queue stays readable, and each retry fails again): said
+ * the first time, then at most once per NOTE_MS with how often it came. */
+struct note {
+	pthread_mutex_t lock;
+	const char *what;                /* "accept" */
+	int err;                         /* the last said */
+	int64_t said_at;                 /* when; 0: never */
+	atomic_uint_fast64_t unsaid;     /* times it came since */
+};
 
 /* What every worker shares; the counters are summed by the stats line. */
 struct relay {
@@ -37,6 +49,7 @@ struct relay {
 	atomic_uint_fast64_t open, total, ids, bytes[2];
 	atomic_int_fast64_t pending[2];  /* held by the pairs, per direction */
 	atomic_uint_fast64_t copied;     /* delivered through user memory */
+	struct note accept_failed;
 	int done_fd;                     /* eventfd: a worker has finished */
 };
 
@@ -98,6 +111,8 @@ int make_listeners(struct relay *r, struct worker *w);
 void tune(const struct relay *r, int fd);
 
 /* relay_worker.c */
+void note_error(struct note *n, int err);
+void note_flush(struct note *n, bool final);
 void update_interest(struct worker *w, struct conn *c);
 void listener_on(struct worker *w, bool on);
 int worker_init(struct relay *r, struct worker *w);

@@ -17,7 +17,7 @@ const char *const relay_dir_name[2] = { "client->target", "target->client" };
 static void log_close(struct worker *w, struct conn *c, const char *how, int err)
 {
 	bool failed = how != NULL;
-	char lost[2][64] = { "", "" };
+	char lost[2][64] = { "", "" }, why[256];
 	int i;
 
 	if (!failed && !w->r->verbose)
@@ -28,9 +28,10 @@ static void log_close(struct worker *w, struct conn *c, const char *how, int err
 		if (c->d[i].pending)
 			snprintf(lost[i], sizeof(lost[i]), " (%" PRIu64 " more read, not delivered)",
 				 c->d[i].pending);
-	fprintf(stderr, CLI_NAME ": relay: #%" PRIu64 " %s %s%s%s: %" PRIu64 " bytes %s%s, %"
-		PRIu64 " bytes %s%s\n", c->id, c->peer, failed ? how : "closed",
-		err ? ": " : "", err ? strerror(err) : "", c->d[0].bytes, relay_dir_name[0],
+	/* strerror_r: workers report at once. */
+	cli_say("relay: #%" PRIu64 " %s %s%s%s: %" PRIu64 " bytes %s%s, %" PRIu64 " bytes %s%s",
+		c->id, c->peer, failed ? how : "closed", err ? ": " : "",
+		err ? strerror_r(err, why, sizeof(why)) : "", c->d[0].bytes, relay_dir_name[0],
 		lost[0], c->d[1].bytes, relay_dir_name[1], lost[1]);
 }
 
@@ -173,7 +174,7 @@ void conn_open(struct worker *w, int cfd, const struct sockaddr *sa, socklen_t l
 	w->nconns++;
 	c->connecting = true;
 	if (r->verbose)
-		fprintf(stderr, CLI_NAME ": relay: #%" PRIu64 " %s open\n", c->id, c->peer);
+		cli_say("relay: #%" PRIu64 " %s open", c->id, c->peer);
 
 	tfd = socket(r->target.ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (tfd < 0) {

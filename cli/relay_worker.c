@@ -2,6 +2,8 @@
  * its connections, accepting under --max-conns, the timeouts, and the drain
  * after SIGTERM. */
 #include <errno.h>
+#include <inttypes.h>
+#include <string.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <sys/epoll.h>
@@ -72,6 +74,57 @@ static bool reserve_slot(struct relay *r)
 	return true;
 }
 
+/* "relay: accept: Too many open files (41 more in the last 5 s)": the
+ * times since the last line. Under n->lock. */
+static void note_say(struct note *n, int64_t now)
+{
+	uint64_t times = atomic_exchange(&n->unsaid, 0);
+	int64_t secs = (now - n->said_at + 500) / 1000;
+	char why[256];
+
+	if (!times)
+		return;
+	cli_say("relay: %s: %s (%" PRIu64 " more in the last %" PRId64 " s)", n->what,
+		strerror_r(n->err, why, sizeof(why)), times, secs > 0 ? secs : 1);
+	n->said_at = now;
+}
+
+void note_error(struct note *n, int err)
+{
+	int64_t now = now_ms();
+
+	pthread_mutex_lock(&n->lock);
+	if (n->said_at && err == n->err) {
+		atomic_fetch_add(&n->unsaid, 1);
+		if (now - n->said_at >= NOTE_MS)
+			note_say(n, now);
+	} else {
+		/* Another error: what the last one left unsaid first. */
+		if (n->said_at)
+			note_say(n, now);
+		cli_error(err, "relay: %s", n->what);
+		n->err = err;
+		n->said_at = now;
+	}
+	pthread_mutex_unlock(&n->lock);
+}
+
+/* The count left unsaid: once the error stops (the next accept that works,
+ * NOTE_MS after the last line: accepts that work and fail by turns must not
+ * make a line each), or, with final, as the relay ends. */
+void note_flush(struct note *n, bool final)
+{
+	int64_t now;
+
+	if (!atomic_load_explicit(&n->unsaid, memory_order_relaxed))
+		return;
+	now = now_ms();
+	pthread_mutex_lock(&n->lock);
+	if (final || now - n->said_at >= NOTE_MS)
+		note_say(n, now);
+	pthread_mutex_unlock(&n->lock);
+}
+
 static void accept_some(struct worker *w)
 {
 	struct sockaddr_storage ss;
@@ -90,6 +143,7 @@ static void accept_some(struct worker *w)
 		fd = accept4(w->listener.fd, (struct sockaddr *)&ss, &len,
 			     SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd >= 0) {
+			note_flush(&w->r->accept_failed, false);
 			conn_open(w, fd, (struct sockaddr *)&ss, len);
 			continue;
 		}
@@ -104,8 +158,9 @@ static void accept_some(struct worker *w)
 		}
 		if (errno != EAGAIN) {
 			/* Out of fds: the queue stays readable, so pause
-			 * rather than spin on it. */
-			cli_error(errno, "relay: accept");
+			 * rather than spin on it, and say so without
+			 * flooding the log while it lasts. */
+			note_error(&w->r->accept_failed, errno);
 			listener_on(w, false);
 			w->next_check = now_ms() + RETRY_MS;
 		}
