@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,11 @@
 #include <unistd.h>
 
 #include "common.h"
+
+/* Set when a message could not be written whole: the exit check fails
+ * the command for it, as stdio's error flag did before messages bypassed
+ * stdio. Any thread may set it. */
+static atomic_bool stderr_lost;
 
 /* Write all of buf to standard error. */
 static void put_stderr(const char *buf, size_t len)
@@ -26,8 +32,10 @@ static void put_stderr(const char *buf, size_t len)
 		n = write(STDERR_FILENO, buf, len);
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n <= 0)
+		if (n <= 0) {
+			atomic_store(&stderr_lost, true);
 			return;
+		}
 		buf += n;
 		len -= (size_t)n;
 	}
@@ -252,7 +260,7 @@ static void check_stdout(void)
 	}
 	/* As in cp(1): a message lost on a closed or full standard error
 	 * still fails the command, though nothing can say so. */
-	if (ferror(stderr))
+	if (atomic_load(&stderr_lost) || ferror(stderr))
 		_exit(1);
 }
 
