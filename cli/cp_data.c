@@ -97,9 +97,10 @@ static int copy_extent(struct data *d, struct psplice_pair *p, off_t data, off_t
 		if (cp_wb_wrote(d->wb, data, r.out_bytes, &d->c) < 0)
 			return -1;
 		/* The source ended early: it shrank while it was copied, or
-		 * its size never said its length (a sysfs file says 4096 for
-		 * 23 bytes, and no block). It ends where reading it ended,
-		 * not at a size it claims. */
+		 * its size never said its length (a sysfs file says 4096
+		 * whatever it holds, and no block: 18 bytes for
+		 * /sys/class/net/lo/address on Linux 6.18). It ends where
+		 * reading it ended, not at a size it claims. */
 		if (r.out_bytes < len) {
 			*end = data + (off_t)r.out_bytes;
 			return 1;

@@ -10,8 +10,12 @@
 static atomic_bool cfr_missing; /* ENOSYS once: never ask again */
 
 /* Errnos that mean "not for this pair", after which another path may try:
- * cross-filesystem (EXDEV), not supported here, or a seccomp filter that
- * answers EPERM instead of ENOSYS; NFS and CIFS answer EIO or EINVAL. After
+ * cross-filesystem (EXDEV: before Linux 5.3, libuv/libuv#3108; again
+ * between filesystems of different types after the change
+ * transmission/transmission#3654 met on 5.18), not supported here
+ * (EOPNOTSUPP: NFS on Linux 3.10, golang/go#40731), or a seccomp filter that
+ * answers EPERM instead of ENOSYS (a Docker host on Linux 4.10,
+ * golang/go#40893); NFS and CIFS answer EIO or EINVAL. After
  * the call has moved bytes they are fatal all the same (the dispatch table
  * says so): a failed call may have written bytes before it failed
  * (EOVERFLOW, NFS's EIO). */
@@ -31,8 +35,9 @@ ssize_t ps__path_cfr(struct ps_xfer *x)
 	size_t len = x->len < PS_MAX_CHUNK ? x->len : PS_MAX_CHUNK;
 	ssize_t n;
 
-	/* copy_file_range refuses an O_APPEND output (EBADF), as does every
-	 * kernel path after it: asking once spares them all. */
+	/* copy_file_range refuses an O_APPEND output (EBADF, where sendfile
+	 * says EINVAL: rust-lang/rust#82417), as does every kernel path after
+	 * it: asking once spares them all. */
 	if (x->in->kind != PS_K_FILE || x->out->kind != PS_K_FILE || ps__append(x->out))
 		return ps_not_here(EINVAL);
 	if (atomic_load_explicit(&cfr_missing, memory_order_relaxed))
@@ -45,8 +50,9 @@ ssize_t ps__path_cfr(struct ps_xfer *x)
 		/* An O_DIRECT input's last block is shorter than the block
 		 * size: the kernel refuses the direct read before it reads a
 		 * byte (EINVAL), where read(2) and sendfile return the short
-		 * tail. Not a failure after progress, however far the copy
-		 * got: the next path reads it. */
+		 * tail (seen on ext4, Linux 6.18). Not a failure after
+		 * progress, however far the copy got: the next path reads
+		 * it. */
 		if (n == -EINVAL && (ps__fl(x->in) & O_DIRECT))
 			return ps_not_here(PS_WHY_NONE);
 		if (cfr_falls_back((int)-n))

@@ -18,16 +18,18 @@ ssize_t ps__path_sendfile(struct ps_xfer *x)
 
 	/* sendfile writes at the output's file position only, cannot carry
 	 * SPLICE_F_MORE, and refuses O_APPEND outputs: itself (EINVAL, before
-	 * a byte moves) unless the flags are known already. */
+	 * a byte moves; rust-lang/rust#82417) unless the flags are known
+	 * already. */
 	if (!x->in->seekable || ps_known_append(x->out) || x->off_out ||
 	    (x->flags & PSPLICE_F_MORE))
 		return ps_not_here(EINVAL);
 	n = ps_sendfile(x->out->fd, x->in->fd, x->off_in ? &oi : NULL, len);
 	if (n < 0) {
 		/* EOVERFLOW: the offset is past the largest file of the input's
-		 * or the output's filesystem (2 GiB for a tty), checked before
-		 * a byte moves. Past the input's end that is the end, as
-		 * pread(2) says; short of it, another path may reach it. */
+		 * or the output's filesystem (2 GiB for a tty: seen with a pty
+		 * on Linux 6.18), checked before a byte moves. Past the
+		 * input's end that is the end, as pread(2) says; short of it,
+		 * another path may reach it. */
 		if (n == -EOVERFLOW)
 			return ps__at_eof(x) ? 0 : ps_not_here(EOVERFLOW);
 		if (sendfile_falls_back((int)-n))

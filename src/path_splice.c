@@ -26,7 +26,8 @@ static int side_of(const struct ps_xfer *x, int err)
 /* splice(2) from a socket, tty or other device into a pipe waits for input
  * inside the kernel holding the pipe's lock. Until a byte arrives, anyone
  * else who touches that pipe sleeps uninterruptibly: its reader, even for
- * bytes already in it, and a process that closes an end of it or exits.
+ * bytes already in it (seen from an idle Unix socket on Linux 6.18), and a
+ * process that closes an end of it or exits.
  * A blocking call waits here instead, in poll(2), which holds no lock and
  * also wakes when the pipe's last reader leaves (POLLERR). SPLICE_F_NONBLOCK
  * would not do: TCP and ttys ignore it on the input. A call not meant to
@@ -60,7 +61,8 @@ ssize_t ps__path_splice(struct ps_xfer *x)
 	if (x->in->kind != PS_K_PIPE && x->out->kind != PS_K_PIPE)
 		return ps_not_here(EINVAL);
 	/* splice refuses an O_APPEND output itself (EINVAL, before a byte
-	 * moves), unless it is a pipe: ask only if the flags are known. */
+	 * moves, as splice(2) documents), unless it is a pipe: ask only if
+	 * the flags are known. */
 	if (x->out->kind != PS_K_PIPE && ps_known_append(x->out))
 		return ps_not_here(EINVAL);
 	for (;;) {

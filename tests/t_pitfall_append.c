@@ -1,7 +1,9 @@
-/* PITFALLS 6: an O_APPEND output. copy_file_range says EBADF, splice and
+/* An O_APPEND output. copy_file_range says EBADF, splice and
  * sendfile EINVAL; clearing O_APPEND to get past them would change the
  * shared file description under everyone else who holds it. psplice must
- * append correctly and leave the fd's flags exactly as they were. */
+ * append correctly and leave the fd's flags exactly as they were.
+ * Seen in rust-lang/rust#82417 (copy_file_range's EBADF for an O_APPEND
+ * output), oven-sh/bun#41685. */
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>

@@ -1,8 +1,11 @@
-/* PITFALLS 13 and 14: with NONBLOCK, EAGAIN must say which side would block
+/* With NONBLOCK, EAGAIN must say which side would block
  * (an event loop waits on the input's readability or the output's
  * writability, and waiting on the wrong one loses the edge), and a loop
  * call must return it rather than spin. A pipe is full when its slots are,
- * not its bytes: 16 small socket fragments fill a 64 KiB pipe. */
+ * not its bytes: 16 small socket fragments fill a 64 KiB pipe.
+ * Seen in sozu-proxy/sozu#1323 (EAGAIN from a pipe whose slots are full
+ * taken for a drained socket), h2o/h2o#3075 (a hot loop on a full pipe),
+ * golang/go#75304 and golang/go#59041 (busy loops). */
 #include <fcntl.h>
 #include <sys/socket.h>
 #include <unistd.h>

@@ -1,8 +1,11 @@
-/* PITFALLS 3: copy_file_range across filesystems says EXDEV (before 5.3,
+/* Copy_file_range across filesystems says EXDEV (before 5.3,
  * and again since 5.18 unless both files are on one filesystem type that
  * implements the call). Whatever this kernel says, a copy from the scratch
  * filesystem to a tmpfs must come out right, through copy_file_range when
- * the kernel takes the pair and through the next kernel path when not. */
+ * the kernel takes the pair and through the next kernel path when not.
+ * Seen in libuv/libuv#3108 (EXDEV before Linux 5.3) and
+ * transmission/transmission#3654 (EXDEV again after the change of Linux
+ * 5.18). */
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>

@@ -1,8 +1,11 @@
-/* PITFALLS 9 and 10: huge lengths. splice(2) refuses some, one syscall
+/* Huge lengths. splice(2) refuses some, one syscall
  * moves at most 0x7ffff000 bytes, and glibc 2.41/2.42's copy_file_range
  * wrapper corrupted ranges past 2 GiB. len = SIZE_MAX must work for a step
  * (moving what there is), and a copy of a 2.5 GiB sparse file must land
- * every byte where it belongs. */
+ * every byte where it belongs.
+ * Seen in HAProxy commit a9de333aa and KarpelesLab/reflink#3 (one call
+ * moves at most 0x7ffff000 bytes), glibc bug 33245 and openzfs/zfs#17629
+ * (the wrapper past 2 GiB). */
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>

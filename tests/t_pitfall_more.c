@@ -1,10 +1,11 @@
-/* PITFALLS 15: SPLICE_F_MORE (and sendfile's own "more follows" when it is
+/* SPLICE_F_MORE (and sendfile's own "more follows" when it is
  * asked for more than the file holds) corks a TCP socket like TCP_CORK:
  * a last chunk that keeps the hint waits ~200 ms for more data. psplice
  * sets the hint only when the caller asks: right after a call without it
  * returns, nothing sits unsent on a TCP_NODELAY socket (SIOCOUTQNSD).
  * The MORE cases prove the measure would see it. Payloads stay far below
- * loopback's initial windows, so only corking can hold bytes back. */
+ * loopback's initial windows, so only corking can hold bytes back.
+ * Seen in golang/go#10948 (SPLICE_F_MORE made a proxy wait 200 ms). */
 #include <fcntl.h>
 #include <linux/sockios.h>
 #include <netinet/in.h>

@@ -1,8 +1,9 @@
-/* PITFALLS 7: a file copied onto itself. Overlapping ranges would read
+/* A file copied onto itself. Overlapping ranges would read
  * bytes the copy has just written (garbage) or never reach the end (a
  * hang): refused with EINVAL before a byte moves. Ranges that do not
  * overlap copy correctly, and "to end of file" onto the file's own end
- * stops at the end the file had when the call began. */
+ * stops at the end the file had when the call began.
+ * Seen in nodejs/node#27746 (copyFileSync of a file onto itself hangs). */
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>

@@ -1,9 +1,11 @@
-/* PITFALLS 8: an errno that means "take the next path" when a call starts
+/* An errno that means "take the next path" when a call starts
  * is a hard error once the same path has moved bytes in that call: the
  * failed syscall may itself have moved some, so a fall back could duplicate
  * or skip bytes. The trigger is real: RLIMIT_FSIZE makes the first
  * copy_file_range short, and a seccomp filter answers EXDEV to the second
- * one only, recognised by its length argument. */
+ * one only, recognised by its length argument.
+ * Seen in rust-lang/rust#91152 and rust-lang/rust#91153 (a fall-back
+ * after copy_file_range had moved bytes). */
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/resource.h>

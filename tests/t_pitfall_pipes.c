@@ -1,9 +1,11 @@
-/* PITFALLS 16: the internal pipe cannot always be had or grown. With no fd
+/* The internal pipe cannot always be had or grown. With no fd
  * left (EMFILE) the copy goes through user memory, or, when that is
  * forbidden, fails with EMFILE before a byte moves. An unprivileged user
  * past pipe-user-pages-soft gets small pipes that F_SETPIPE_SZ cannot grow
  * (EPERM): the copy still goes through the small pipe. Each case runs in a
- * fresh child, whose thread has no internal pipe yet. */
+ * fresh child, whose thread has no internal pipe yet.
+ * Seen in capnproto/capnproto#1403 (pipe-user-pages-soft at scale),
+ * Aiven-Open/pghoard#368 (F_SETPIPE_SZ refused with EPERM as non-root). */
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/resource.h>

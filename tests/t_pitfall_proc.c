@@ -1,7 +1,10 @@
-/* PITFALLS 1 and 2: procfs and sysfs files say st_size 0 (or 4096) whatever
+/* Procfs and sysfs files say st_size 0 (or 4096) whatever
  * they hold, and copy_file_range returns 0 on them. A copy bounded by the
  * size, or one that takes that 0 for end of file, copies nothing. Each copy
- * here must hold exactly what read(2) gives. */
+ * here must hold exactly what read(2) gives.
+ * Seen in systemd/systemd#18810 and tarka/xcp#24 (copy_file_range's 0 on
+ * procfs and sysfs), dotnet/runtime#55358 (an fstat size of 0 that cannot be
+ * trusted). */
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>

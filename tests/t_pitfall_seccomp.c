@@ -1,7 +1,9 @@
-/* PITFALLS 5: under seccomp (containers, sandboxes) a missing syscall may
+/* Under seccomp (containers, sandboxes) a missing syscall may
  * answer EPERM rather than ENOSYS. Either answer, before a byte moved, means
  * "take the next path": the copy still succeeds. Each case runs in a forked
- * child that installs a real filter. */
+ * child that installs a real filter.
+ * Seen in golang/go#40893 and rust-lang/rust#51266 (copy_file_range
+ * answered EPERM in a Docker container). */
 #include <fcntl.h>
 #include <sys/syscall.h>
 #include <unistd.h>

@@ -1,7 +1,8 @@
-/* PITFALLS 17: splice(2) into a pipe without a reader, or a socket whose
+/* Splice(2) into a pipe without a reader, or a socket whose
  * peer is gone, raises SIGPIPE, and splice has no MSG_NOSIGNAL. psplice
  * must fail with EPIPE on the output side and the signal must never reach
- * the caller: neither kill it (default disposition) nor run its handler. */
+ * the caller: neither kill it (default disposition) nor run its handler.
+ * Seen in lalinsky/zio#630 (a splice chain into a socket, and SIGPIPE). */
 #include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-/* PITFALLS 11: splicing a file hands the reader references to the file's
+/* Splicing a file hands the reader references to the file's
  * cached pages, not a copy: a write to the source after the call, before
  * the bytes are consumed, may show through. What psplice guarantees, and
  * this test holds it to:
@@ -9,7 +9,9 @@
  *    it was when the call read it or as it was rewritten later: never a
  *    byte from elsewhere, never a shifted or missing byte.
  * Callers that need a snapshot into a pipe or socket must not write the
- * source until the reader has consumed the bytes (psplice(3)). */
+ * source until the reader has consumed the bytes (psplice(3)).
+ * Seen in systemd/systemd#29044 (splice as a general copy corrupted
+ * backups). */
 #include <fcntl.h>
 #include <unistd.h>
 

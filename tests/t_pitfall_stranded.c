@@ -1,8 +1,10 @@
-/* PITFALLS 12: socket to socket goes through an internal pipe; when the
+/* Socket to socket goes through an internal pipe; when the
  * output fails, the bytes already taken from the input sit in that pipe.
  * gVisor, Go and HAProxy drop them. psplice hands them back: delivered
  * bytes, then parked bytes, then what the input still holds, is the whole
- * stream, in order, once. */
+ * stream, in order, once.
+ * Seen in google/gvisor#565 (bytes taken from a pipe lost when the
+ * output fails). */
 #include <fcntl.h>
 #include <sys/socket.h>
 #include <unistd.h>

@@ -1,7 +1,9 @@
-/* PITFALLS 19: a terminal in canonical mode reports end of file once per
+/* A terminal in canonical mode reports end of file once per
  * VEOF: reading on after the 0 would take what the user types next. A copy
  * to end of input from a tty must stop at the first end of file and leave
- * the terminal's later input unread. */
+ * the terminal's later input unread.
+ * Seen in GNU coreutils commit e0a641674 (after end of file, do not read
+ * a tty again). */
 #include <fcntl.h>
 #include <poll.h>
 #include <pty.h>

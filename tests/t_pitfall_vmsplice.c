@@ -1,8 +1,10 @@
-/* PITFALLS 18: vmsplice hands the kernel user pages that must not change
+/* Vmsplice hands the kernel user pages that must not change
  * or be freed until the reader consumed them, and SPLICE_F_GIFT is going
  * away. psplice's planner never uses it (PSPLICE_METHOD_VMSPLICE is
  * reserved): asking for it alone fails with EOPNOTSUPP and moves nothing,
- * and no transfer reports it. */
+ * and no transfer reports it.
+ * Seen in uutils/coreutils#7625 (a vmspliced buffer freed while a pipe
+ * still held its pages), checkpoint-restore/criu#3077. */
 #include <fcntl.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
