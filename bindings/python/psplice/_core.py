@@ -115,7 +115,9 @@ class Error(OSError):
     which only the caller can now deliver. offset_in and offset_out are the
     offsets after the call (None where none was given); method the path that
     delivered the last bytes. A tee's failure also has sinks, the per-sink
-    results; a sync's has level, what was achieved.
+    results; a sync's has level, what was achieved. pending is set when
+    the error left a with block whose Pair (or Tee) still held bytes: the
+    bytes (for a Tee, a list of bytes per sink) that close() handed back.
 
     The instance is also of the built-in OSError subclass of its errno
     (BlockingIOError for EAGAIN, BrokenPipeError for EPIPE, ...)."""
@@ -130,6 +132,7 @@ class Error(OSError):
     offset_out = None
     sinks = None
     level = None
+    pending = None
 
 
 _error_classes = {}
@@ -250,17 +253,28 @@ def move(src, dst, length=None, *, offset_in=None, offset_out=None, flags=0):
 class PendingError(Error):
     """A Pair or Tee was closed by a with block, or collected, while it
     still held bytes it had taken and not delivered. close() returns such
-    bytes; this error carries them when no one could: parked is the bytes
-    for a Pair, a list of bytes, one per sink, for a Tee."""
+    bytes; this error carries them when no one else could: pending (and
+    parked) is the bytes for a Pair, a list of bytes, one per sink, for a
+    Tee. A with block left by a psplice.Error gives them to that error's
+    pending instead, so that the error that stopped the work is the one
+    raised."""
 
     __module__ = "psplice"
 
     def __init__(self, what, parked):
         super().__init__(f"{what} closed with undelivered bytes, in parked")
         self.side = "out"
-        self.parked = parked
+        self.parked = self.pending = parked
         if isinstance(parked, bytes):
             self.in_bytes = len(parked)
+
+
+def _hand_back(what, held, exc):
+    """What a with block does with the bytes close() handed back."""
+    if isinstance(exc, Error) and exc.pending is None:
+        exc.pending = held
+    else:
+        raise PendingError(what, held)
 
 
 class _Handle:
@@ -311,6 +325,15 @@ def _take_all(pending, take):
         if not got:
             raise RuntimeError("psplice: pending bytes the library would not hand back")
         chunks.append(buf.raw[:got])
+
+
+def _take_some(n, take):
+    """Up to n pending bytes, through take(buf, len)."""
+    if n < 0:
+        raise ValueError("n must be 0 or more")
+    buf = ctypes.create_string_buffer(n)
+    got = take(buf, n)
+    return buf.raw[:got]
 
 
 class Pair:
@@ -370,8 +393,7 @@ class Pair:
             if n is None:
                 return _take_all(lambda: lib.psplice_pair_pending(p),
                                  lambda buf, k: lib.psplice_pair_take(p, buf, k))
-            buf = ctypes.create_string_buffer(max(n, 0))
-            return buf.raw[:lib.psplice_pair_take(p, buf, max(n, 0))]
+            return _take_some(n, lambda buf, k: lib.psplice_pair_take(p, buf, k))
         finally:
             self._h.release()
 
@@ -393,10 +415,10 @@ class Pair:
     def __enter__(self):
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, typ, exc, tb):
         data = self.close()
         if data:
-            raise PendingError("psplice.Pair", data)
+            _hand_back("psplice.Pair", data, exc)
 
     def __del__(self):
         if getattr(self, "_h", None) is not None and not self._h.closed:
@@ -464,8 +486,7 @@ class Tee:
             if n is None:
                 return _take_all(lambda: lib.psplice_tee_pending(p, i),
                                  lambda buf, k: lib.psplice_tee_take(p, i, buf, k))
-            buf = ctypes.create_string_buffer(max(n, 0))
-            return buf.raw[:lib.psplice_tee_take(p, i, buf, max(n, 0))]
+            return _take_some(n, lambda buf, k: lib.psplice_tee_take(p, i, buf, k))
         finally:
             self._h.release()
 
@@ -488,10 +509,10 @@ class Tee:
     def __enter__(self):
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, typ, exc, tb):
         held = self.close()
         if any(held):
-            raise PendingError("psplice.Tee", held)
+            _hand_back("psplice.Tee", held, exc)
 
     def __del__(self):
         if getattr(self, "_h", None) is not None and not self._h.closed:

@@ -64,8 +64,8 @@ async def relay(reader, writer, *, chunk=CHUNK, half_close=True):
     readability of reader or the writability of writer, as its side says.
 
     Returns a Result with the totals. Raises Error with the totals of the
-    relay so far and, in parked, the bytes taken from reader that writer
-    never got. If the task is cancelled while bytes are held, PendingError
+    relay so far and, in pending, the bytes taken from reader that writer
+    never got (None if none). If the task is cancelled while bytes are held, PendingError
     (chained to the CancelledError) carries them."""
     loop = asyncio.get_running_loop()
     fi, fo = fileno(reader), fileno(writer)
@@ -102,7 +102,9 @@ async def relay(reader, writer, *, chunk=CHUNK, half_close=True):
     except BaseException as e:
         held = pair.close()
         if isinstance(e, Error):
-            e.in_bytes, e.out_bytes, e.parked = taken, delivered, held
+            e.in_bytes, e.out_bytes = taken, delivered
+            if held:
+                e.pending = held
         elif held:
             raise PendingError("psplice.aio.relay", held) from e
         raise
