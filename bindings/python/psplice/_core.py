@@ -153,6 +153,10 @@ def _error_class(err):
 
 
 def _error(err, c=None, offset_in=None, offset_out=None):
+    """An Error for errno err (the result's own error if errno was lost),
+    with what the C result c says about the failure."""
+    if not err and c is not None:
+        err = c.error
     e = _error_class(err)(err, os.strerror(err))
     if c is not None:
         e.side = _SIDES.get(c.side)
