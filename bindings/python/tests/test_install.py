@@ -26,7 +26,11 @@ def test_install_python_into_destdir(tmp_path):
     assert r.returncode == 0, r.stderr
     pkg = tmp_path / "opt/x/py/psplice"
     assert sorted(p.name for p in pkg.iterdir()) == ["__init__.py", "_core.py", "_lib.py", "aio.py"]
-    env = dict(os.environ, PYTHONPATH=str(tmp_path / "opt/x/py"))
+    # The library this run loaded, by path: the test runs from elsewhere,
+    # where a relative LD_LIBRARY_PATH would not find it.
+    from test_load import loaded_path
+    env = dict(os.environ, PYTHONPATH=str(tmp_path / "opt/x/py"),
+               PSPLICE_LIBRARY=loaded_path())
     out = subprocess.run([sys.executable, "-c", "import psplice; print(psplice.__file__)"],
                          cwd=str(tmp_path), env=env, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr

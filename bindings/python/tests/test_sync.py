@@ -81,12 +81,14 @@ def test_write_behind_after_copies_with_offsets(tmp_path, payload):
     with open(src, "rb") as fi, open(tmp_path / "dst", "wb") as fo:
         wb = psplice.WriteBehind(fo, 1 << 20)
         off = 0
-        while True:
+        for _ in range(len(payload) // (1 << 20) + 2):
             r = psplice.copy(fi, fo, 1 << 20, offset_in=off, offset_out=off)
             if not r.out_bytes:
                 break
             wb.wrote(off, r.out_bytes)
             off = r.offset_out
+        else:
+            raise AssertionError("the offsets did not advance to the end")
         level = wb.finish(psplice.SYNC_DATA)
         if fs_type(tmp_path) not in IN_MEMORY:
             assert level == psplice.Level.DATA_DURABLE
