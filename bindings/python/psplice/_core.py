@@ -220,12 +220,22 @@ def _length(length, none_means, most):
 def _run(call, offset_in, offset_out, length, flags):
     """call(off_in, off_out, length, flags, res) is one of the C calls that
     take two optional offsets and fill a result: a negative return is a
-    failure, whose errno, side, counts and parked bytes the Error carries."""
+    failure, whose errno, side, counts and parked bytes the Error carries.
+
+    A step interrupted by a signal before it took or delivered anything is
+    made again, as Python retries its own system calls (PEP 475): the
+    interpreter runs its signal handlers on the way back into the loop, and
+    one that raises (KeyboardInterrupt) ends the call there. An EINTR that
+    came with bytes taken is raised, so that the counts and the bytes reach
+    the caller."""
     oi, oo = _offset(offset_in), _offset(offset_out)
-    c = CResult()
-    if call(_ref(oi), _ref(oo), length, flags, ctypes.byref(c)) < 0:
-        raise _error(ctypes.get_errno(), c, _val(oi), _val(oo))
-    return Result(c, _val(oi), _val(oo))
+    while True:
+        c = CResult()
+        if call(_ref(oi), _ref(oo), length, flags, ctypes.byref(c)) >= 0:
+            return Result(c, _val(oi), _val(oo))
+        err = ctypes.get_errno()
+        if err != _errno.EINTR or c.in_bytes or c.out_bytes or c.parked_len:
+            raise _error(err, c, _val(oi), _val(oo))
 
 
 def copy(src, dst, length=None, *, offset_in=None, offset_out=None, flags=0):
@@ -475,8 +485,15 @@ class Tee:
         failed, after serving the others to the end."""
         return self._call(lib.psplice_tee_copy, _length(length, TO_EOF, TO_EOF), flags)
 
+    def _sink(self, i):
+        # The C calls answer 0 for a sink that does not exist, which would
+        # read as "nothing held".
+        if not 0 <= i < self._n:
+            raise IndexError("psplice.Tee has no sink %d" % i)
+
     def pending(self, i):
         """The bytes held for sink i."""
+        self._sink(i)
         p = self._h.acquire()
         try:
             return lib.psplice_tee_pending(p, i)
@@ -485,6 +502,7 @@ class Tee:
 
     def take(self, i, n=None):
         """Hand back up to n bytes held for sink i (None: all)."""
+        self._sink(i)
         p = self._h.acquire()
         try:
             if n is None:

@@ -351,3 +351,63 @@ def test_socket_to_file_as_copyfileobj(tmp_path, payload, tcp_pair):
         t.join(30)
         got[kind] = dst.read_bytes()
     assert got["psplice"] == got["shutil"] == payload
+
+
+def interrupt_after(seconds, handler):
+    """SIGALRM once, after seconds, to handler; restored by the caller."""
+    import signal
+    old = signal.signal(signal.SIGALRM, handler)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    return lambda: (signal.setitimer(signal.ITIMER_REAL, 0),
+                    signal.signal(signal.SIGALRM, old))
+
+
+def test_move_retries_a_signal_that_took_nothing():
+    """As os.read() does (PEP 475): the handler runs, and the wait goes on."""
+    a, b = socket.socketpair()
+    r, w = os.pipe()
+    seen = []
+    restore = interrupt_after(0.1, lambda *_: seen.append(1))
+    sender = threading.Timer(0.4, lambda: a.sendall(b"late"))
+    sender.start()
+    try:
+        res = psplice.move(b, w, 100)
+    finally:
+        restore()
+        sender.join(10)
+    try:
+        assert seen == [1]
+        assert res.out_bytes == 4 and os.read(r, 10) == b"late"
+    finally:
+        for fd in (r, w):
+            os.close(fd)
+        a.close()
+        b.close()
+
+
+class Stop(Exception):
+    pass
+
+
+def raise_stop(*_):
+    raise Stop()
+
+
+def test_a_signal_handler_that_raises_ends_a_blocked_move():
+    a, b = socket.socketpair()
+    r, w = os.pipe()
+    restore = interrupt_after(0.1, raise_stop)
+    try:
+        with pytest.raises(Stop):
+            psplice.move(b, w, 100)
+        with psplice.Pair(b, w) as p:
+            restore()
+            restore = interrupt_after(0.1, raise_stop)
+            with pytest.raises(Stop):
+                p.move(100)
+    finally:
+        restore()
+        for fd in (r, w):
+            os.close(fd)
+        a.close()
+        b.close()

@@ -267,3 +267,14 @@ def test_tee_holds_for_a_slow_sink_and_hands_it_back(tmp_path, payload):
         got = read_all_nonblocking(d)[filler:]
         assert got + held[0] == payload[:taken]
         assert (tmp_path / "a").read_bytes() == payload[:taken]
+
+
+def test_tee_names_no_sink_it_does_not_have(tmp_path):
+    src = write_file(tmp_path / "src", b"abc")
+    with open(src, "rb") as fi, open(tmp_path / "a", "wb") as fa:
+        with psplice.Tee(fi, [fa]) as t:
+            assert t.pending(0) == 0
+            with pytest.raises(IndexError):
+                t.pending(1)
+            with pytest.raises(IndexError):
+                t.take(-1)
