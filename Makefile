@@ -160,8 +160,8 @@ deps:
 	$(Q)sh tests/deps.sh check
 
 # Every test, then again under ASan+UBSan, the threaded ones under TSan, a
-# dozen under valgrind, the install and ABI checks and a short pass of each
-# fuzzer; every part runs, and the log closes with one line that counts them
+# dozen under valgrind, the install and ABI checks, the Python binding's
+# tests and a short pass of each fuzzer; every part runs, and the log closes with one line that counts them
 # all (tests/check.sh). check-quick is the first part alone.
 check: deps
 	$(Q)MAKE="$(MAKE)" sh tests/check.sh

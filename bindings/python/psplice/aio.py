@@ -12,7 +12,9 @@ import errno
 import os
 import socket
 
-from ._core import CResult, Error, F_NONBLOCK, Method, Pair, PendingError, Result, fileno
+from ._lib import CResult
+from ._core import Error, F_NONBLOCK, Method, Result, fileno
+from ._pair import Pair, PendingError
 
 CHUNK = 1 << 20
 
@@ -73,43 +75,50 @@ async def relay(reader, writer, *, chunk=CHUNK, half_close=True):
         if os.get_blocking(fd):
             raise ValueError("psplice.aio.relay: the descriptors must be non-blocking "
                              "(sock.setblocking(False), os.set_blocking(fd, False))")
-    taken = delivered = 0
-    method = Method.NONE
+    counts = [0, 0, Method.NONE]
     pair = Pair(reader, writer)
     try:
-        while True:
-            try:
-                r = pair.move(chunk, flags=F_NONBLOCK)
-            except Error as e:
-                taken += e.in_bytes
-                delivered += e.out_bytes
-                if e.errno == errno.EINTR:
-                    continue
-                if e.errno != errno.EAGAIN or e.side is None:
-                    raise
-                await _wait(loop, fi if e.side == "in" else fo, e.side)
-                continue
-            taken += r.in_bytes
-            delivered += r.out_bytes
-            if r.out_bytes:
-                method = r.method
-            # A step that delivered some bytes and then met an error returns
-            # them; the next step meets that error again and raises it.
-            if not r.in_bytes and not r.out_bytes and not r.error:
-                break
+        await _pump(loop, pair, fi, fo, chunk, counts)
         if half_close:
             _shutdown_write(writer, fo)
     except BaseException as e:
         held = pair.close()
         if isinstance(e, Error):
-            e.in_bytes, e.out_bytes = taken, delivered
+            e.in_bytes, e.out_bytes = counts[0], counts[1]
             if held:
                 e.pending = held
         elif held:
             raise PendingError("psplice.aio.relay", held) from e
         raise
     pair.close()
-    return Result(CResult(in_bytes=taken, out_bytes=delivered, method=int(method)))
+    return Result(CResult(in_bytes=counts[0], out_bytes=counts[1], method=int(counts[2])))
+
+
+async def _pump(loop, pair, fi, fo, chunk, counts):
+    """Move until the end of input, nothing held; counts: taken, delivered
+    and the last method, kept up to date for an error's report."""
+    while True:
+        try:
+            r = pair.move(chunk, flags=F_NONBLOCK)
+        except Error as e:
+            counts[0] += e.in_bytes
+            counts[1] += e.out_bytes
+            # A step a signal interrupted after it took bytes: the pair
+            # holds them, and the next step delivers them first.
+            if e.errno == errno.EINTR:
+                continue
+            if e.errno != errno.EAGAIN or e.side is None:
+                raise
+            await _wait(loop, fi if e.side == "in" else fo, e.side)
+            continue
+        counts[0] += r.in_bytes
+        counts[1] += r.out_bytes
+        if r.out_bytes:
+            counts[2] = r.method
+        # A step that delivered some bytes and then met an error returns
+        # them; the next step meets that error again and raises it.
+        if not r.in_bytes and not r.out_bytes and not r.error:
+            return
 
 
 async def bridge(a, b, *, chunk=CHUNK):
