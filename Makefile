@@ -161,8 +161,9 @@ deps:
 
 # Every test, then again under ASan+UBSan, the threaded ones under TSan, a
 # dozen under valgrind, the install and ABI checks, the Python binding's
-# tests and a short pass of each fuzzer; every part runs, and the log closes with one line that counts them
-# all (tests/check.sh). check-quick is the first part alone.
+# tests and a short pass of each fuzzer; every part runs, and the log
+# closes with one line that counts them all (tests/check.sh). check-quick
+# is the first part alone.
 check: deps
 	$(Q)MAKE="$(MAKE)" sh tests/check.sh
 
