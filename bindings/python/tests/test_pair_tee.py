@@ -278,3 +278,32 @@ def test_tee_names_no_sink_it_does_not_have(tmp_path):
                 t.pending(1)
             with pytest.raises(IndexError):
                 t.take(-1)
+
+
+def test_close_waits_for_a_move_in_another_thread(tmp_path):
+    """The pair is freed only once no call is inside it."""
+    import threading
+    a, b = socket.socketpair()
+    r, w = os.pipe()
+    p = psplice.Pair(b, w)
+    moved, closed = [], []
+    mover = threading.Thread(target=lambda: moved.append(p.move(100)), daemon=True)
+    mover.start()
+    threading.Event().wait(0.1)         # the mover waits in the C call
+    closer = threading.Thread(target=lambda: closed.append(p.close()), daemon=True)
+    closer.start()
+    closer.join(0.3)
+    try:
+        assert closer.is_alive() and not closed
+        with pytest.raises(ValueError):
+            p.move(1)                   # closing: no new call gets in
+        a.sendall(b"wake")
+        mover.join(10)
+        closer.join(10)
+        assert moved[0].out_bytes == 4 and closed == [b""]
+        assert os.read(r, 10) == b"wake"
+    finally:
+        for fd in (r, w):
+            os.close(fd)
+        a.close()
+        b.close()
