@@ -281,15 +281,25 @@ def test_tee_names_no_sink_it_does_not_have(tmp_path):
 
 
 def test_close_waits_for_a_move_in_another_thread(tmp_path):
-    """The pair is freed only once no call is inside it."""
+    """The pair is freed only once no call is inside it. A file input: the
+    C pair takes no lock for it, so only the binding keeps close() out."""
     import threading
-    a, b = socket.socketpair()
+    src = write_file(tmp_path / "src", b"f" * 1000)
     r, w = os.pipe()
-    p = psplice.Pair(b, w)
+    os.set_blocking(w, False)
+    filled = 0
+    try:
+        while True:
+            filled += os.write(w, b"\0" * 65536)
+    except BlockingIOError:
+        pass
+    os.set_blocking(w, True)
+    fi = open(src, "rb")
+    p = psplice.Pair(fi, w)
     moved, closed = [], []
     mover = threading.Thread(target=lambda: moved.append(p.move(100)), daemon=True)
     mover.start()
-    threading.Event().wait(0.1)         # the mover waits in the C call
+    threading.Event().wait(0.1)         # the mover waits for room in the pipe
     closer = threading.Thread(target=lambda: closed.append(p.close()), daemon=True)
     closer.start()
     closer.join(0.3)
@@ -297,13 +307,14 @@ def test_close_waits_for_a_move_in_another_thread(tmp_path):
         assert closer.is_alive() and not closed
         with pytest.raises(ValueError):
             p.move(1)                   # closing: no new call gets in
-        a.sendall(b"wake")
+        got = b""
+        while len(got) < filled:
+            got += os.read(r, filled - len(got))
         mover.join(10)
         closer.join(10)
-        assert moved[0].out_bytes == 4 and closed == [b""]
-        assert os.read(r, 10) == b"wake"
+        assert moved[0].out_bytes == 100 and closed == [b""]
+        assert os.read(r, 1000) == b"f" * 100
     finally:
         for fd in (r, w):
             os.close(fd)
-        a.close()
-        b.close()
+        fi.close()
