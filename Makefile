@@ -66,7 +66,7 @@ PRELOAD_LIB := $(if $(SAN),$(BUILD)/preload/libpsplice.a,$(BUILD)/libpsplice.a)
 PRELOAD_DIR ?= $(LIBDIR)/psplice
 
 .PHONY: all lib tools tests examples check check-quick check-asan check-tsan check-valgrind check-abi \
-	check-rust \
+	check-rust check-python install-python \
 	demo install install-check clean deps deps-demo deps-deb bench deb deb-check stress
 all: lib tools
 
@@ -171,9 +171,10 @@ deps:
 	$(Q)sh tests/deps.sh check
 
 # Every test, then again under ASan+UBSan, the threaded ones under TSan, a
-# dozen under valgrind, the install and ABI checks and a short pass of each
-# fuzzer; every part runs, and the log closes with one line that counts them
-# all (tests/check.sh). check-quick is the first part alone.
+# dozen under valgrind, the install and ABI checks, the Python binding's
+# tests and a short pass of each fuzzer; every part runs, and the log
+# closes with one line that counts them all (tests/check.sh). check-quick
+# is the first part alone.
 check: deps
 	$(Q)MAKE="$(MAKE)" sh tests/check.sh
 
@@ -227,6 +228,32 @@ install: lib tools
 	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
 		-e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' -e 's|@VERSION@|$(VERSION)|' \
 		psplice.pc.in > $(DESTDIR)$(PKGCONFIGDIR)/psplice.pc
+
+# The Python binding (bindings/python): its tests, with the library just
+# built found by its soname through LD_LIBRARY_PATH, as an installed one
+# would be through ld.so.cache. Debian's python3 carries python3-pytest;
+# another python3 (a pyenv one first on PATH) may have none.
+PYTHON ?= $(firstword $(wildcard /usr/bin/python3) python3)
+check-python: lib
+	$(Q)if $(PYTHON) -c 'import pytest' 2>/dev/null; then \
+		cd bindings/python && env -u PSPLICE_LIBRARY PYTHONDONTWRITEBYTECODE=1 \
+		LD_LIBRARY_PATH=$(abspath $(BUILD))$${LD_LIBRARY_PATH:+:$$LD_LIBRARY_PATH} \
+		$(PYTHON) -m pytest -q -p no:cacheprovider --basetemp=$(abspath $(BUILD))/pytest tests; \
+	else \
+		echo "SKIP check-python: $(PYTHON) has no pytest (apt-get install python3-pytest)"; \
+		echo "python: 0 passed, 0 failed, 1 skipped"; \
+	fi
+
+# The Python package is not part of make install: install-python puts it
+# in PYTHONDIR under DESTDIR, by default the directory below PREFIX that
+# $(PYTHON) searches (on Debian, /usr/local/lib/python3.X/dist-packages
+# for PREFIX=/usr/local and /usr/lib/python3/dist-packages for /usr). It
+# needs the library installed (make install, or the libpsplice0 package).
+PYTHONDIR ?= $(shell $(PYTHON) bindings/python/sitedir.py $(PREFIX))
+install-python:
+	$(call say,INSTALL,$(DESTDIR)$(PYTHONDIR)/psplice)
+	$(Q)install -d $(DESTDIR)$(PYTHONDIR)/psplice
+	$(Q)install -m 644 bindings/python/psplice/*.py $(DESTDIR)$(PYTHONDIR)/psplice/
 
 # The library's exported symbols against debian/libpsplice0.symbols: a change
 # of ABI is an edit of that file, by the rule tests/abi-check.sh states.

@@ -22,6 +22,8 @@ check)
 	want curl curl
 	want iperf3 iperf3
 	want python3 python3
+	# make check-python runs the Python binding's tests with Debian's pytest.
+	want pytest-3 python3-pytest
 	# t_cli_relay_slow.sh counts the relay's read/write calls; t_cli_exec.sh
 	# checks the preload library makes none of its own when off, and runs
 	# tar under psplice exec.
