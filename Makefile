@@ -55,13 +55,18 @@ TEST_HELP := $(BUILD)/tests/helpers.o
 # Runnable programs apart from the tests (examples/), which the tests run.
 EXAMPLE_SRC := $(wildcard examples/*.c)
 EXAMPLE_BIN := $(EXAMPLE_SRC:examples/%.c=$(BUILD)/examples/%)
+# What the preload library includes of src/: the headers of src/shared/
+# (write-behind's state and cachestat(2)), which need nothing else of it.
+# That directory alone is on its quoted include path, so that another
+# internal header does not build there by its name.
+SHARED_INC := -iquote src/shared
 PRELOAD := $(BUILD)/libpsplice-preload.so
 PRELOAD_SRC := $(wildcard preload/*.c)
 PRELOAD_OBJ := $(PRELOAD_SRC:preload/%.c=$(BUILD)/preload/%.o)
 # The preload library goes into programs built without sanitizers, so it is
 # built without them; a sanitizer build compiles the library's sources again
 # for it.
-PRELOAD_CFLAGS := $(filter-out $(SAN),$(LIB_CFLAGS)) -U_FILE_OFFSET_BITS -Isrc
+PRELOAD_CFLAGS := $(filter-out $(SAN),$(LIB_CFLAGS)) -U_FILE_OFFSET_BITS $(SHARED_INC)
 PRELOAD_LIB := $(if $(SAN),$(BUILD)/preload/libpsplice.a,$(BUILD)/libpsplice.a)
 PRELOAD_DIR ?= $(LIBDIR)/psplice
 
@@ -74,7 +79,7 @@ tools: $(BUILD)/psplice $(BUILD)/psplice-bench $(PRELOAD)
 tests: $(TEST_BIN) examples
 examples: $(EXAMPLE_BIN)
 
-$(BUILD)/src/%.o: src/%.c src/*.h include/psplice.h
+$(BUILD)/src/%.o: src/%.c src/*.h src/shared/*.h include/psplice.h
 	@mkdir -p $(@D)
 	$(call say,CC,$<)
 	$(Q)$(CC) $(LIB_CFLAGS) -c -o $@ $<
@@ -109,12 +114,12 @@ $(BUILD)/psplice-bench: $(BENCH_OBJ) $(BUILD)/libpsplice.a
 
 # libpsplice-preload.so: the library linked in statically, its symbols kept
 # inside (--exclude-libs), so that only the interposed calls are exported.
-$(BUILD)/preload/%.o: preload/%.c preload/*.h src/*.h include/psplice.h
+$(BUILD)/preload/%.o: preload/%.c preload/*.h src/shared/*.h src/compiler.h include/psplice.h
 	@mkdir -p $(@D)
 	$(call say,CC,$<)
 	$(Q)$(CC) $(PRELOAD_CFLAGS) -c -o $@ $<
 
-$(BUILD)/preload/src/%.o: src/%.c src/*.h include/psplice.h
+$(BUILD)/preload/src/%.o: src/%.c src/*.h src/shared/*.h include/psplice.h
 	@mkdir -p $(@D)
 	$(call say,CC,$<)
 	$(Q)$(CC) $(filter-out $(SAN),$(LIB_CFLAGS)) -c -o $@ $<

@@ -2,7 +2,11 @@
  * last resort, for pairs no kernel path takes. */
 #include <errno.h>
 
-#include "internal.h"
+#include "accounting.h"
+#include "endpoint.h"
+#include "path.h"
+#include "pipepool.h"
+#include "psplice.h"
 #include "sys.h"
 
 ssize_t ps__path_readwrite(struct ps_xfer *x)

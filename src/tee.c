@@ -12,6 +12,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "endpoint.h"
+#include "hold.h"
+#include "pipepool.h"
+#include "psplice.h"
+#include "sigpipe.h"
 #include "sys.h"
 #include "tee.h"
 
