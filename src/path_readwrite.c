@@ -7,7 +7,6 @@
 #include "path.h"
 #include "pipepool.h"
 #include "psplice.h"
-#include "sys.h"
 
 ssize_t ps__path_readwrite(struct ps_xfer *x)
 {

@@ -11,7 +11,6 @@
 #include "hold.h"
 #include "path.h"
 #include "psplice.h"
-#include "sys.h"
 
 struct ps_path {
 	ssize_t (*run)(struct ps_xfer *x);

@@ -17,7 +17,6 @@
 #include "pipepool.h"
 #include "psplice.h"
 #include "sigpipe.h"
-#include "sys.h"
 #include "tee.h"
 
 /* ---- SIGPIPE: as a one-shot call into a pipe or socket does ---- */
