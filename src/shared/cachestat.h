@@ -23,8 +23,9 @@ struct ps_cachestat {
 static inline int ps_cachestat(int fd, uint64_t off, uint64_t len, struct ps_cachestat *cs)
 {
 	struct { uint64_t off, len; } range = { off, len };
+	long r = syscall(__NR_cachestat, fd, &range, cs, 0u);
 
-	return syscall(__NR_cachestat, fd, &range, cs, 0u) < 0 ? -errno : 0;
+	return r < 0 ? -errno : (int)r;
 }
 
 #endif
