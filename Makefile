@@ -55,13 +55,19 @@ TEST_HELP := $(BUILD)/tests/helpers.o
 # Runnable programs apart from the tests (examples/), which the tests run.
 EXAMPLE_SRC := $(wildcard examples/*.c)
 EXAMPLE_BIN := $(EXAMPLE_SRC:examples/%.c=$(BUILD)/examples/%)
+# What the programs beyond the library (the preload library, the benchmark,
+# the tests) include of src/: the headers of src/shared/ (write-behind's
+# state and cachestat(2)), which need nothing else of it. That directory
+# alone is on their quoted include path, so that another internal header
+# does not build there by its name.
+SHARED_INC := -iquote src/shared
 PRELOAD := $(BUILD)/libpsplice-preload.so
 PRELOAD_SRC := $(wildcard preload/*.c)
 PRELOAD_OBJ := $(PRELOAD_SRC:preload/%.c=$(BUILD)/preload/%.o)
 # The preload library goes into programs built without sanitizers, so it is
 # built without them; a sanitizer build compiles the library's sources again
 # for it.
-PRELOAD_CFLAGS := $(filter-out $(SAN),$(LIB_CFLAGS)) -U_FILE_OFFSET_BITS -Isrc
+PRELOAD_CFLAGS := $(filter-out $(SAN),$(LIB_CFLAGS)) -U_FILE_OFFSET_BITS $(SHARED_INC)
 PRELOAD_LIB := $(if $(SAN),$(BUILD)/preload/libpsplice.a,$(BUILD)/libpsplice.a)
 PRELOAD_DIR ?= $(LIBDIR)/psplice
 
@@ -75,7 +81,7 @@ tools: $(BUILD)/psplice $(BUILD)/psplice-bench $(PRELOAD)
 tests: $(TEST_BIN) examples
 examples: $(EXAMPLE_BIN)
 
-$(BUILD)/src/%.o: src/%.c src/*.h include/psplice.h
+$(BUILD)/src/%.o: src/%.c src/*.h src/shared/*.h include/psplice.h
 	@mkdir -p $(@D)
 	$(call say,CC,$<)
 	$(Q)$(CC) $(LIB_CFLAGS) -c -o $@ $<
@@ -95,10 +101,10 @@ $(BUILD)/cli/%.o: cli/%.c cli/*.h include/psplice.h
 	$(call say,CC,$<)
 	$(Q)$(CC) $(APP_CFLAGS) -c -o $@ $<
 
-$(BUILD)/bench/%.o: bench/%.c bench/*.h cli/*.h include/psplice.h
+$(BUILD)/bench/%.o: bench/%.c bench/*.h cli/*.h src/shared/*.h include/psplice.h
 	@mkdir -p $(@D)
 	$(call say,CC,$<)
-	$(Q)$(CC) $(APP_CFLAGS) -Icli -c -o $@ $<
+	$(Q)$(CC) $(APP_CFLAGS) -Icli $(SHARED_INC) -c -o $@ $<
 
 $(BUILD)/psplice: $(CLI_OBJ) $(BUILD)/libpsplice.a
 	$(call say,LD,$@)
@@ -110,12 +116,12 @@ $(BUILD)/psplice-bench: $(BENCH_OBJ) $(BUILD)/libpsplice.a
 
 # libpsplice-preload.so: the library linked in statically, its symbols kept
 # inside (--exclude-libs), so that only the interposed calls are exported.
-$(BUILD)/preload/%.o: preload/%.c preload/*.h src/*.h include/psplice.h
+$(BUILD)/preload/%.o: preload/%.c preload/*.h src/shared/*.h src/compiler.h include/psplice.h
 	@mkdir -p $(@D)
 	$(call say,CC,$<)
 	$(Q)$(CC) $(PRELOAD_CFLAGS) -c -o $@ $<
 
-$(BUILD)/preload/src/%.o: src/%.c src/*.h include/psplice.h
+$(BUILD)/preload/src/%.o: src/%.c src/*.h src/shared/*.h include/psplice.h
 	@mkdir -p $(@D)
 	$(call say,CC,$<)
 	$(Q)$(CC) $(filter-out $(SAN),$(LIB_CFLAGS)) -c -o $@ $<
@@ -143,15 +149,15 @@ $(BUILD)/cli/cmd_exec.o $(BUILD)/cli/psplice.o: $(BUILD)/paths.stamp
 .PHONY: FORCE
 FORCE:
 
-$(TEST_HELP): tests/helpers.c tests/t.h include/psplice.h
+$(TEST_HELP): tests/helpers.c tests/t.h src/shared/cachestat.h include/psplice.h
 	@mkdir -p $(@D)
 	$(call say,CC,$<)
-	$(Q)$(CC) $(APP_CFLAGS) -c -o $@ $<
+	$(Q)$(CC) $(APP_CFLAGS) $(SHARED_INC) -c -o $@ $<
 
 $(BUILD)/tests/t_%: tests/t_%.c $(TEST_HELP) $(BUILD)/libpsplice.a tests/t.h
 	@mkdir -p $(@D)
 	$(call say,CC,$<)
-	$(Q)$(CC) $(APP_CFLAGS) $(LDFLAGS) -Isrc -o $@ $< $(TEST_HELP) $(BUILD)/libpsplice.a $(LDLIBS)
+	$(Q)$(CC) $(APP_CFLAGS) $(LDFLAGS) -o $@ $< $(TEST_HELP) $(BUILD)/libpsplice.a $(LDLIBS)
 
 # An example uses the public header alone, as a program outside the tree
 # would; it links the static library so that it runs from the build tree.
@@ -338,9 +344,9 @@ build-fuzz/fuzz_ops: tests/fuzz/fuzz_ops.c $(FUZZ_SRC) tests/fuzz/*.h build-fuzz
 # The option fuzzer links every subcommand's parser, the benchmark's too,
 # without the mains of psplice and psplice-bench.
 FUZZ_TOOL_SRC := $(filter-out cli/psplice.c bench/psplice_bench.c,$(CLI_SRC) $(BENCH_SRC))
-build-fuzz/fuzz_opts: tests/fuzz/fuzz_opts.c $(FUZZ_TOOL_SRC) cli/*.h bench/*.h build-fuzz/libpsplice.a
+build-fuzz/fuzz_opts: tests/fuzz/fuzz_opts.c $(FUZZ_TOOL_SRC) cli/*.h bench/*.h src/shared/*.h build-fuzz/libpsplice.a
 	$(call say,CC,$@)
-	$(Q)clang $(BASE) -Icli -Ibench -O1 -g -fsanitize=fuzzer $(FUZZ_CFLAGS) -o $@ $< $(FUZZ_TOOL_SRC) \
+	$(Q)clang $(BASE) -Icli -Ibench $(SHARED_INC) -O1 -g -fsanitize=fuzzer $(FUZZ_CFLAGS) -o $@ $< $(FUZZ_TOOL_SRC) \
 		build-fuzz/libpsplice.a $(LDLIBS) -lm
 
 # The parser harnesses link what the subcommands share, without them.

@@ -21,21 +21,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "bench.h"
+#include "cachestat.h"
 
 #define GROUP "exec"
 #define MiB ((double)(1 << 20))
 #define NFILES 4
 #define SMALL ((uint64_t)32 << 10)
 #define MAX_REPS 16
-
-#ifndef __NR_cachestat
-#define __NR_cachestat 451
-#endif
 
 struct job {
 	const char *dir;   /* the filesystem, for sync -f */
@@ -63,14 +59,13 @@ static double other_mib;
 /* Cached, dirty+writeback bytes of path; -1 when it cannot be asked. */
 static int cache_of(const char *path, double *cached, double *dirty)
 {
-	struct { uint64_t off, len; } r = { 0, 0 };
-	struct { uint64_t cache, dirty, writeback, evicted, recent; } c;
+	struct ps_cachestat c;
 	double page = (double)sysconf(_SC_PAGESIZE);
 	int fd = open(path, O_RDONLY | O_CLOEXEC), rc;
 
 	if (fd < 0)
 		return -1;
-	rc = (int)syscall(__NR_cachestat, fd, &r, &c, 0);
+	rc = ps_cachestat(fd, 0, 0, &c);
 	close(fd);
 	if (rc < 0)
 		return -1;

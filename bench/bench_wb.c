@@ -14,12 +14,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "bench.h"
+#include "cachestat.h"
 #include "psplice.h"
 
 #define MiB ((size_t)1 << 20)
@@ -73,21 +73,13 @@ static double dirty_mib(void)
 	return bench_meminfo_dirty() / (1 << 20);
 }
 
-#ifndef __NR_cachestat
-#define __NR_cachestat 451
-#endif
-
-struct cachestat_range { uint64_t off, len; };
-struct cachestat { uint64_t cache, dirty, writeback, evicted, recently_evicted; };
-
 /* The benchmark file's own Dirty+Writeback in MiB (cachestat(2), Linux 6.5+),
  * which other processes' writes cannot inflate; -1 where unavailable. */
 static double own_dirty_mib(int fd)
 {
-	struct cachestat_range r = { 0, 0 };
-	struct cachestat c;
+	struct ps_cachestat c;
 
-	if (syscall(__NR_cachestat, fd, &r, &c, 0) < 0)
+	if (ps_cachestat(fd, 0, 0, &c) < 0)
 		return -1;
 	return (double)(c.dirty + c.writeback) * (double)sysconf(_SC_PAGESIZE) / (1 << 20);
 }

@@ -50,7 +50,12 @@ enum psplice_method {
 	PSPLICE_METHOD_SENDFILE,        /* sendfile(2) */
 	PSPLICE_METHOD_SPLICE,          /* splice(2), one side a pipe */
 	PSPLICE_METHOD_SPLICE_PIPE,     /* splice(2) through an internal pipe */
-	PSPLICE_METHOD_VMSPLICE,        /* vmsplice(2) (reserved) */
+	/* Never produced: no path uses vmsplice(2), no result reports it, and
+	 * PSPLICE_F_ONLY(PSPLICE_METHOD_VMSPLICE) fails with EOPNOTSUPP. It
+	 * stays so that PSPLICE_METHOD_READWRITE keeps the number programs
+	 * already built compare a result's method with, and so that sources
+	 * that name it still build. */
+	PSPLICE_METHOD_VMSPLICE,
 	PSPLICE_METHOD_READWRITE        /* read/write through user memory */
 };
 

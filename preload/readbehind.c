@@ -5,9 +5,10 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "cachestat.h"
 #include "preload.h"
-#include "sys.h"
 #include "track.h"
+#include "writebehind.h"
 
 #define PL_BITMAP_MAX ((size_t)64 << 20) /* pages of files past 2 TiB: left alone */
 

@@ -17,10 +17,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "cachestat.h"
 #include "preload.h"
-#include "sys.h"
+#include "psplice.h"
 #include "track.h"
+#include "writebehind.h"
 
 struct pl_conf pl_conf;
 struct slot *pl_slots;

@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <sys/stat.h>
 
-#include "internal.h"
+#include "writebehind.h"
 
 enum { W_UNKNOWN, W_IGNORED, W_WRITER };
 enum { R_UNKNOWN, R_IGNORED, R_READER };

@@ -7,7 +7,11 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "internal.h"
+#include "accounting.h"
+#include "endpoint.h"
+#include "hold.h"
+#include "pipepool.h"
+#include "psplice.h"
 #include "sys.h"
 
 int ps__fail(struct ps_xfer *x, int err, int side)

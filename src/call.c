@@ -7,7 +7,12 @@
 #include <errno.h>
 #include <string.h>
 
+#include "accounting.h"
 #include "call.h"
+#include "endpoint.h"
+#include "pipepool.h"
+#include "psplice.h"
+#include "sigpipe.h"
 #include "sys.h"
 
 #define KNOWN_FLAGS (PS_PLAN_FLAGS | PS_CALL_FLAGS)

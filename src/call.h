@@ -4,7 +4,10 @@
 #ifndef PS_CALL_H
 #define PS_CALL_H
 
-#include "internal.h"
+#include "compiler.h"
+#include "endpoint-t.h"
+#include "hold-t.h"
+#include "path-t.h"
 
 #define PS_PLAN_MAX 6
 

@@ -9,7 +9,8 @@
 #include <termios.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "endpoint.h"
+#include "psplice.h"
 
 /* -1 when the fd cannot answer (EBADF: an O_PATH fd), so that the guess
  * made then is not remembered for an fd that may later answer. */

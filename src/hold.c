@@ -6,7 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "accounting.h"
+#include "hold.h"
+#include "path.h"
+#include "pipepool.h"
+#include "psplice.h"
 #include "sys.h"
 
 size_t ps__held(const struct ps_hold *h)

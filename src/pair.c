@@ -5,6 +5,10 @@
 #include <stdlib.h>
 
 #include "call.h"
+#include "endpoint.h"
+#include "hold.h"
+#include "pipepool.h"
+#include "psplice.h"
 
 /* A pair outlives the call that prepared it: forget the sizes, which change
  * between moves, and say which moves must read the input's again. */

@@ -4,7 +4,10 @@
 #include <fcntl.h>
 #include <stdatomic.h>
 
-#include "internal.h"
+#include "accounting.h"
+#include "endpoint.h"
+#include "path.h"
+#include "psplice.h"
 #include "sys.h"
 
 static atomic_bool cfr_missing; /* ENOSYS once: never ask again */

@@ -8,7 +8,10 @@
 #include <errno.h>
 #include <sys/stat.h>
 
-#include "internal.h"
+#include "accounting.h"
+#include "endpoint.h"
+#include "path.h"
+#include "psplice.h"
 #include "sys.h"
 
 static int64_t pos_of(int fd, const int64_t *off)

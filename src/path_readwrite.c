@@ -2,8 +2,11 @@
  * last resort, for pairs no kernel path takes. */
 #include <errno.h>
 
-#include "internal.h"
-#include "sys.h"
+#include "accounting.h"
+#include "endpoint.h"
+#include "path.h"
+#include "pipepool.h"
+#include "psplice.h"
 
 ssize_t ps__path_readwrite(struct ps_xfer *x)
 {

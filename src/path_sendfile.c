@@ -1,7 +1,10 @@
 /* sendfile(2): a file (anything with splice_read) to any fd, one call. */
 #include <errno.h>
 
-#include "internal.h"
+#include "accounting.h"
+#include "endpoint.h"
+#include "path.h"
+#include "psplice.h"
 #include "sys.h"
 
 /* Errnos that mean "sendfile takes no such pair": before a byte moves. */

@@ -2,7 +2,10 @@
 #include <errno.h>
 #include <poll.h>
 
-#include "internal.h"
+#include "accounting.h"
+#include "endpoint.h"
+#include "path.h"
+#include "psplice.h"
 #include "sys.h"
 
 /* splice(2) takes no such pair (an fd without splice support, an O_APPEND

@@ -3,7 +3,12 @@
 #include <errno.h>
 #include <sys/ioctl.h>
 
-#include "internal.h"
+#include "accounting.h"
+#include "endpoint.h"
+#include "hold.h"
+#include "path.h"
+#include "pipepool.h"
+#include "psplice.h"
 #include "sys.h"
 
 /* Read the n bytes left in the pipe into a buffer: they are handed back

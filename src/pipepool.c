@@ -14,7 +14,8 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "pipepool.h"
+#include "psplice.h"
 #include "sys.h"
 
 /* A bigger pipe moves more per pair of splices and holds more socket

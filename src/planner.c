@@ -1,12 +1,16 @@
 /* The planner: for a pair of endpoints, the ordered list of paths, and one
  * step that runs them. Each path says whether it ran, failed or is not for
- * this pair (internal.h); the dispatch table says what the planner must
+ * this pair (path.h); the dispatch table says what the planner must
  * know of each; no mechanism has a rule of its own here. */
 #include <errno.h>
 #include <poll.h>
 
+#include "accounting.h"
 #include "call.h"
-#include "sys.h"
+#include "endpoint.h"
+#include "hold.h"
+#include "path.h"
+#include "psplice.h"
 
 struct ps_path {
 	ssize_t (*run)(struct ps_xfer *x);

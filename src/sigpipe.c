@@ -5,7 +5,7 @@
 #include <signal.h>
 #include <time.h>
 
-#include "internal.h"
+#include "sigpipe.h"
 
 /* The caller's promise that SIGPIPE is ignored is checked where it is made
  * (a pair is prepared, a one-shot call begins): moves then trust it. */

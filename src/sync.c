@@ -5,12 +5,13 @@
 #include <linux/magic.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "psplice.h"
 #include "sys.h"
 
 #define RANGE_FLAGS (PSPLICE_SYNC_WAIT_BEFORE | PSPLICE_SYNC_WRITE | PSPLICE_SYNC_WAIT_AFTER)

@@ -1,5 +1,6 @@
 /* The thin syscall layer: one static inline per raw call, each returning the
- * result or -errno. The only file that names syscall() or __NR_*. */
+ * result or -errno. The only file that names syscall() or __NR_*, with
+ * shared/cachestat.h, the one wrapper it shares beyond the library. */
 #ifndef PS_SYS_H
 #define PS_SYS_H
 
@@ -11,6 +12,8 @@
 #include <sys/sendfile.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+
+#include "shared/cachestat.h"
 
 #ifndef __NR_copy_file_range
 #if defined(__x86_64__)
@@ -105,23 +108,6 @@ static inline int ps_sync_file_range(int fd, int64_t off, int64_t n, unsigned in
 	 * in an order only the C library's wrapper knows. */
 	return (int)ps_ret(sync_file_range(fd, off, n, flags));
 #endif
-}
-
-#ifndef __NR_cachestat
-#define __NR_cachestat 451 /* one number on every architecture */
-#endif
-
-/* The kernel's struct cachestat, which older headers lack. */
-struct ps_cachestat {
-	uint64_t cache, dirty, writeback, evicted, recently_evicted;
-};
-
-/* Page cache state of [off, off + len) of fd (len 0: to end of file). */
-static inline int ps_cachestat(int fd, uint64_t off, uint64_t len, struct ps_cachestat *cs)
-{
-	struct { uint64_t off, len; } range = { off, len };
-
-	return (int)ps_ret(syscall(__NR_cachestat, fd, &range, cs, 0u));
 }
 
 #endif

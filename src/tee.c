@@ -12,7 +12,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sys.h"
+#include "endpoint.h"
+#include "hold.h"
+#include "pipepool.h"
+#include "psplice.h"
+#include "sigpipe.h"
 #include "tee.h"
 
 /* ---- SIGPIPE: as a one-shot call into a pipe or socket does ---- */

@@ -3,7 +3,15 @@
 #ifndef PS_TEE_H
 #define PS_TEE_H
 
-#include "internal.h"
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "compiler.h"
+#include "endpoint-t.h"
+#include "hold-t.h"
+#include "pipepool-t.h"
+#include "psplice.h"
 
 #define TEE_PLAN_FLAGS (PSPLICE_F_NOFALLBACK | PSPLICE_F_SIGPIPE_IGNORED)
 #define TEE_CALL_FLAGS (PSPLICE_F_NONBLOCK | PSPLICE_F_MORE)

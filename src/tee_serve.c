@@ -8,6 +8,11 @@
 #include <string.h>
 #include <sys/ioctl.h>
 
+#include "accounting.h"
+#include "hold.h"
+#include "path.h"
+#include "pipepool.h"
+#include "psplice.h"
 #include "sys.h"
 #include "tee.h"
 

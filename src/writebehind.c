@@ -7,7 +7,8 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
-#include "internal.h"
+#include "psplice.h"
+#include "shared/writebehind.h"
 #include "sys.h"
 
 struct psplice_wb *psplice_wb_new(int fd, size_t chunk, unsigned int flags)

@@ -23,6 +23,7 @@
 #include <linux/magic.h>
 #include <linux/seccomp.h>
 
+#include "cachestat.h"
 #include "t.h"
 
 static char scratch[4096], tmpfs_scratch[4096];
@@ -534,19 +535,15 @@ int t_count_fds(void)
 	return n - 1; /* the directory's own fd */
 }
 
-#ifndef __NR_cachestat
-#define __NR_cachestat 451 /* x86_64 and aarch64 alike */
-#endif
-
 int t_cachestat(int fd, uint64_t off, uint64_t len, struct t_cache *c)
 {
-	/* The kernel's struct cachestat_range and struct cachestat, which
-	 * older headers lack. */
-	struct { uint64_t off, len; } range = { off, len };
-	struct { uint64_t cache, dirty, writeback, evicted, recently_evicted; } cs;
+	struct ps_cachestat cs;
+	int r = ps_cachestat(fd, off, len, &cs);
 
-	if (syscall(__NR_cachestat, fd, &range, &cs, 0) < 0)
+	if (r < 0) {
+		errno = -r;
 		return -1;
+	}
 	c->cached = cs.cache;
 	c->dirty = cs.dirty;
 	c->writeback = cs.writeback;

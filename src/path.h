@@ -1,0 +1,53 @@
+/* The paths (path_*.c), one per mechanism, and the one convention they
+ * return in. */
+#ifndef PS_PATH_H
+#define PS_PATH_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "compiler.h"
+#include "path-t.h"
+
+/* What a path returns, the one convention of every path:
+ *   n >= 0            it ran: n bytes delivered (0: the end of input);
+ *                     x->res holds the counts
+ *   -errno            it failed: the error and its side are in x->res
+ *                     (ps__fail), with what moved before it
+ *   ps_not_here(why)  nothing moved; the planner tries the next path. why
+ *                     is the errno that said "not here", PS_WHY_NONE when
+ *                     there is nothing to report (a range the path leaves
+ *                     to the next), or PS_WHY_ZERO: the call returned 0
+ *                     where the file seemed to have more (/proc and sysfs
+ *                     files, or a file cut and grown again since).
+ * -errno never reaches PS_NOT_HERE_BASE. */
+#define PS_NOT_HERE_BASE 8192
+#define PS_WHY_NONE 0
+#define PS_WHY_ZERO (-1)
+
+static inline ssize_t ps_not_here(int why)
+{
+	return -(PS_NOT_HERE_BASE + 1 + why);
+}
+
+static inline bool ps_is_not_here(ssize_t r)
+{
+	return r <= -PS_NOT_HERE_BASE;
+}
+
+static inline int ps_why_not_here(ssize_t r)
+{
+	return (int)(-r - PS_NOT_HERE_BASE - 1);
+}
+
+PS_HIDDEN ssize_t ps__path_clone(struct ps_xfer *x);
+PS_HIDDEN ssize_t ps__path_cfr(struct ps_xfer *x);
+PS_HIDDEN ssize_t ps__path_sendfile(struct ps_xfer *x);
+PS_HIDDEN ssize_t ps__path_splice(struct ps_xfer *x);
+PS_HIDDEN ssize_t ps__path_splice_pipe(struct ps_xfer *x);
+PS_HIDDEN ssize_t ps__path_readwrite(struct ps_xfer *x);
+/* splice(2) refused the pair before a byte moved (path_splice.c): the
+ * internal pipe, a pair's and a tee's pending bytes fall back on it too. */
+PS_HIDDEN bool ps__splice_refused(ssize_t r);
+
+#endif
