@@ -233,4 +233,23 @@ wait_for acc.err "^psplice:" || fail $LINENO "the relay said nothing"
 is $LINENO "psplice: relay: fd 3 passed in LISTEN_FDS is not listening (a socket unit with Accept=yes passes connections)" \
 	"$(grep '^psplice:' acc.err)"
 kill $act; wait $act 2>/dev/null
+
+# The example units (contrib/systemd) load as systemd reads them, with the
+# relay they start here, for an instance named web.
+if command -v systemd-analyze >/dev/null 2>&1; then
+	mkdir units
+	for u in socket service; do
+		sed "s#^ExecStart=/usr/bin/psplice #ExecStart=$P #" \
+			"$(dirname "$0")/../contrib/systemd/psplice-relay@.$u" >"units/psplice-relay@.$u"
+		ln -s "psplice-relay@.$u" "units/psplice-relay@web.$u"
+	done
+	grep -q "^ExecStart=$P relay .* - " units/psplice-relay@.service ||
+		fail $LINENO "the service does not start psplice relay - TARGET"
+	timeout 60 systemd-analyze verify --man=no "$d/units/psplice-relay@web.socket" \
+		"$d/units/psplice-relay@web.service" >verify.out 2>&1; rc=$?
+	rc_is $LINENO 0
+	is $LINENO "" "$(cat verify.out)"
+else
+	skip "systemd-analyze not installed: the example units are not checked"
+fi
 exit 0
