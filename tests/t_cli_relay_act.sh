@@ -6,8 +6,10 @@
 # by several workers, bytes checked through each, the fds made close-on-exec
 # and non-blocking, and nothing said on the relay's output. Refused clearly:
 # '-' with no sockets, sockets meant for another process, an fd that is not
-# a listening stream socket, --reuseport and --unix-mode. Every wait and
-# every peer is bounded in time.
+# a listening stream socket, --reuseport and --unix-mode. A relay that
+# stops leaves the sockets listening for the next one, and a client queued
+# between the two is served; the example units load. Every wait and every
+# peer is bounded in time.
 [ -z "${BASH_VERSION:-}" ] && command -v bash >/dev/null && exec bash "$0" "$@"
 name=t_cli_relay_act; . "$(dirname "$0")/cli-lib.sh"
 pids=
@@ -233,6 +235,57 @@ wait_for acc.err "^psplice:" || fail $LINENO "the relay said nothing"
 is $LINENO "psplice: relay: fd 3 passed in LISTEN_FDS is not listening (a socket unit with Accept=yes passes connections)" \
 	"$(grep '^psplice:' acc.err)"
 kill $act; wait $act 2>/dev/null
+
+# A service manager keeps its sockets across a restart of the relay: the
+# relay that stops leaves them listening, not shut down, and a client that
+# comes between the two relays waits in the queue for the second.
+cat >manager.py <<'EOF'
+import os, signal, socket, subprocess, sys
+P, target, log = sys.argv[1:4]
+l = socket.socket()
+l.bind(("127.0.0.1", 0))
+l.listen(16)
+os.dup2(l.fileno(), 3)
+err = open(log, "w")
+
+def relay():
+    return subprocess.Popen(["sh", "-c", 'export LISTEN_FDS=1 LISTEN_PID=$$; exec "$@"',
+                             "sh", P, "relay", "-j", "2", "-", target],
+                            pass_fds=(3,), stderr=err)
+
+def stop(r):
+    r.send_signal(signal.SIGTERM)
+    rc = r.wait(10)
+    if rc:
+        sys.exit("the relay exited %d" % rc)
+
+def send(c, data):
+    c.sendall(data)
+    c.shutdown(socket.SHUT_WR)
+    back = b""
+    while True:
+        b = c.recv(65536)
+        if not b:
+            return back
+        back += b
+
+first = relay()
+data = os.urandom(100000)
+c = socket.create_connection(l.getsockname(), timeout=10)
+if send(c, data) != data:
+    sys.exit("bytes lost through the first relay")
+stop(first)
+# Between the two: connected by the kernel, queued.
+c = socket.create_connection(l.getsockname(), timeout=10)
+c.sendall(data[:1000])
+second = relay()
+if send(c, data[1000:]) != data:
+    sys.exit("the client queued between two relays lost bytes")
+stop(second)
+EOF
+timeout 60 python3 manager.py "$P" 127.0.0.1:$tport restart.err 2>mgr.err ||
+	fail $LINENO "restart: $(tail -1 mgr.err) $(cat restart.err)"
+is $LINENO "" "$(cat restart.err)"
 
 # The example units (contrib/systemd) load as systemd reads them, with the
 # relay they start here, for an instance named web.
