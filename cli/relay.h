@@ -116,11 +116,11 @@ int make_listeners(struct relay *r, struct worker *w);
 void free_listeners(struct relay *r, struct worker *w);
 void listener_text(const struct relay *r, const struct worker *w, int k, char *buf,
 		   size_t size);
+void tune(const struct relay *r, int fd);
 
 /* relay_activate.c */
 int inherit_listeners(struct relay *r, struct worker *w);
 void free_names(char **names);
-void tune(const struct relay *r, int fd);
 
 /* relay_worker.c */
 void note_error(struct note *n, int err);

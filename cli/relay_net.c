@@ -140,7 +140,8 @@ void listener_text(const struct relay *r, const struct worker *w, int k, char *b
  * port 0 and the others take the port it got. SO_REUSEPORT lets any process
  * of the same user bind the port too and take a share of its connections,
  * so a second relay started by mistake would do so silently: only when
- * asked. Unix: a stale socket file is replaced, a live one is not. */
+ * asked. Unix: a stale socket file is replaced, a live one is not.
+ * LISTEN "-": the sockets a service manager passed (relay_activate.c). */
 int make_listeners(struct relay *r, struct worker *w)
 {
 	struct sockaddr_storage ss = r->listen.ss;
