@@ -138,15 +138,22 @@ static int take_signals(void)
 	return signalfd(-1, &set, SFD_CLOEXEC);
 }
 
+/* "relay: listening on 127.0.0.1:8080, forwarding to ...": each listener,
+ * those a service manager passed with their names. */
 static void say_listening(const struct relay *r, const struct worker *w)
 {
-	struct sockaddr_storage ss;
-	socklen_t len = sizeof(ss);
-	char where[160];
+	char where[1024], one[300];
+	size_t used = 0;
+	int k;
 
-	getsockname(w[0].listener.fd, (struct sockaddr *)&ss, &len);
-	addr_text((struct sockaddr *)&ss, len, where, sizeof(where));
-	cli_say("relay: listening on %s, forwarding to %s, %d worker%s", where, r->target.text, r->jobs, r->jobs == 1 ? "" : "s");
+	where[0] = '\0';
+	for (k = 0; k < r->nlisten && used < sizeof(where); k++) {
+		listener_text(r, w, k, one, sizeof(one));
+		used += (size_t)snprintf(where + used, sizeof(where) - used, "%s%s",
+					 k ? ", " : "", one);
+	}
+	cli_say("relay: listening on %s, forwarding to %s, %d worker%s", where,
+		r->target.text, r->jobs, r->jobs == 1 ? "" : "s");
 }
 
 static void start_workers(const struct relay *r, struct worker *w)
@@ -167,8 +174,6 @@ static int serve(struct relay *r, struct worker *w)
 {
 	int sfd, i;
 
-	for (i = 0; i < r->jobs; i++)
-		w[i].listener.fd = -1;
 	if (make_listeners(r, w) < 0)
 		return 1;
 	sfd = take_signals();
@@ -204,6 +209,7 @@ static int run(struct relay *r)
 		return 1;
 	}
 	status = serve(r, w);
+	free_listeners(r, w);
 	free(w);
 	return status;
 }
@@ -310,6 +316,21 @@ static uint64_t parse_options(const struct cli_cmd *cmd, int argc, char **argv,
 	return jobs;
 }
 
+/* LISTEN "-": the sockets a service manager passed. They are made as its
+ * unit says, so the options that would make them otherwise are refused
+ * rather than ignored. */
+static void take_inherited(const struct cli_cmd *cmd, struct relay *r)
+{
+	r->inherited = true;
+	r->listen.text = "-";
+	if (r->reuseport)
+		cli_usage_error(cmd, "--reuseport does not apply to LISTEN '-': the workers "
+				"share the sockets passed (set ReusePort= in the socket unit)");
+	if (r->unix_mode >= 0)
+		cli_usage_error(cmd, "--unix-mode does not apply to LISTEN '-' "
+				"(set SocketMode= in the socket unit)");
+}
+
 /* LISTEN and TARGET. */
 static void parse_operands(const struct cli_cmd *cmd, int argc, char **argv,
 			   struct relay *r)
@@ -321,7 +342,9 @@ static void parse_operands(const struct cli_cmd *cmd, int argc, char **argv,
 				"missing LISTEN and TARGET operands");
 	if (argc - optind > 2)
 		cli_usage_error(cmd, "extra operand %s", cli_quote(argv[optind + 2]));
-	if (cli_parse_addr(argv[optind], &r->listen, true, &why) < 0)
+	if (!strcmp(argv[optind], "-"))
+		take_inherited(cmd, r);
+	else if (cli_parse_addr(argv[optind], &r->listen, true, &why) < 0)
 		cli_usage_error(cmd, "invalid address %s: %s", cli_quote(argv[optind]), why);
 	if (cli_parse_addr(argv[optind + 1], &r->target, false, &why) < 0)
 		cli_usage_error(cmd, "invalid address %s: %s", cli_quote(argv[optind + 1]), why);
@@ -352,6 +375,8 @@ const struct cli_cmd cli_cmd_relay = {
 	.help =
 	"Accept connections on LISTEN and forward each to TARGET, both directions\n"
 	"by splice through the kernel. Addresses: HOST:PORT, [IPv6]:PORT, unix:PATH.\n"
+	"LISTEN '-': the listening sockets systemd passed (socket activation,\n"
+	"LISTEN_FDS), every one served.\n"
 	"A half-close is passed on; SIGTERM, SIGINT or SIGHUP stops accepting and lets open\n"
 	"connections finish, a second one stops at once; SIGUSR1 prints the counters.\n"
 	"\n"
@@ -372,6 +397,7 @@ const struct cli_cmd cli_cmd_relay = {
 	"      --unix-mode=MODE     the mode of a unix LISTEN socket (octal, e.g. 660)\n"
 	"  -v, --verbose            log each connection's open and close with byte counts\n"
 	"\n"
-	"Example: " CLI_NAME " relay -v 127.0.0.1:8080 127.0.0.1:80\n",
+	"Examples: " CLI_NAME " relay -v 127.0.0.1:8080 127.0.0.1:80\n"
+	"  systemd-socket-activate -l 8080 " CLI_NAME " relay - 127.0.0.1:80\n",
 	.main = relay_main,
 };

@@ -1,7 +1,7 @@
 /* psplice relay: what its files share. cmd_relay.c reads the options and
  * runs the main thread (signals, stats, the end); relay_worker.c runs each
  * worker's event loop; relay_conn.c moves one connection; relay_net.c makes
- * the sockets. */
+ * the sockets, relay_activate.c takes those a service manager passed. */
 #ifndef CLI_RELAY_H
 #define CLI_RELAY_H
 
@@ -42,7 +42,10 @@ struct relay {
 	int notsent_lowat;               /* TCP_NOTSENT_LOWAT of each socket; 0: none */
 	bool nagle;                      /* leave TCP_NODELAY off */
 	bool reuseport;                  /* share the port with other processes */
-	bool shared;                     /* one listener for all the workers */
+	bool shared;                     /* one set of listeners for all the workers */
+	bool inherited;                  /* LISTEN "-": the service manager's sockets */
+	int nlisten;                     /* listeners each worker watches */
+	char **listen_names;             /* LISTEN_FDNAMES, one a listener; or NULL */
 	int unix_mode;                   /* a unix listener's mode; -1: the umask's */
 	bool verbose;
 	atomic_bool draining;
@@ -89,8 +92,9 @@ struct worker {
 	pthread_t thread;
 	struct relay *r;
 	int ep;
-	struct handle listener, wake;
-	bool paused;         /* listener off: --max-conns reached, or no fds */
+	struct handle *listeners;  /* r->nlisten of them */
+	struct handle wake;
+	bool paused;         /* listeners off: --max-conns reached, or no fds */
 	int64_t drain_end;   /* NEVER until draining */
 	int64_t next_check;  /* earliest deadline worth a sweep */
 	struct conn head;    /* circular list of open connections */
@@ -107,8 +111,16 @@ static inline int64_t now_ms(void)
 
 /* relay_net.c */
 void addr_text(const struct sockaddr *sa, socklen_t len, char *buf, size_t size);
+int listener_handles(struct relay *r, struct worker *w);
 int make_listeners(struct relay *r, struct worker *w);
+void free_listeners(struct relay *r, struct worker *w);
+void listener_text(const struct relay *r, const struct worker *w, int k, char *buf,
+		   size_t size);
 void tune(const struct relay *r, int fd);
+
+/* relay_activate.c */
+int inherit_listeners(struct relay *r, struct worker *w);
+void free_names(char **names);
 
 /* relay_worker.c */
 void note_error(struct note *n, int err);

@@ -7,6 +7,8 @@
 #include <netinet/tcp.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -86,7 +88,51 @@ fail:
 	return -err;
 }
 
+/* Each worker's handles of the r->nlisten listeners, in one block that
+ * free_listeners frees; no fd yet. */
+int listener_handles(struct relay *r, struct worker *w)
+{
+	size_t n = (size_t)r->nlisten;
+	struct handle *h = calloc((size_t)r->jobs * n, sizeof(*h));
+	size_t k;
+	int i;
 
+	if (!h) {
+		cli_error(ENOMEM, "relay");
+		return -1;
+	}
+	for (i = 0; i < r->jobs; i++) {
+		w[i].listeners = h + (size_t)i * n;
+		for (k = 0; k < n; k++)
+			w[i].listeners[k].fd = -1;
+	}
+	return 0;
+}
+
+void free_listeners(struct relay *r, struct worker *w)
+{
+	free(w[0].listeners);
+	free_names(r->listen_names);
+}
+
+/* For messages: the address listener k of w is bound to, and the name the
+ * service manager gave it. */
+void listener_text(const struct relay *r, const struct worker *w, int k, char *buf,
+		   size_t size)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+	size_t used;
+
+	if (getsockname(w->listeners[k].fd, (struct sockaddr *)&ss, &len) < 0) {
+		snprintf(buf, size, "fd %d", w->listeners[k].fd);
+		return;
+	}
+	addr_text((struct sockaddr *)&ss, len, buf, size);
+	used = strlen(buf);
+	if (r->listen_names && used < size)
+		snprintf(buf + used, size - used, " (%s)", r->listen_names[k]);
+}
 
 /* One listener, shared by the workers (each woken alone, EPOLLEXCLUSIVE).
  * With --reuseport on TCP, one SO_REUSEPORT listener per worker instead,
@@ -94,7 +140,8 @@ fail:
  * port 0 and the others take the port it got. SO_REUSEPORT lets any process
  * of the same user bind the port too and take a share of its connections,
  * so a second relay started by mistake would do so silently: only when
- * asked. Unix: a stale socket file is replaced, a live one is not. */
+ * asked. Unix: a stale socket file is replaced, a live one is not.
+ * LISTEN "-": the sockets a service manager passed (relay_activate.c). */
 int make_listeners(struct relay *r, struct worker *w)
 {
 	struct sockaddr_storage ss = r->listen.ss;
@@ -102,10 +149,15 @@ int make_listeners(struct relay *r, struct worker *w)
 	bool unix_sock = ss.ss_family == AF_UNIX;
 	int i, fd;
 
+	if (r->inherited)
+		return inherit_listeners(r, w);
+	r->nlisten = 1;
+	if (listener_handles(r, w) < 0)
+		return -1;
 	r->shared = unix_sock || !r->reuseport;
 	for (i = 0; i < r->jobs; i++) {
 		if (r->shared && i) {
-			w[i].listener.fd = w[0].listener.fd;
+			w[i].listeners[0].fd = w[0].listeners[0].fd;
 			continue;
 		}
 		fd = listen_on(r, (struct sockaddr *)&ss, len, !r->shared);
@@ -115,7 +167,7 @@ int make_listeners(struct relay *r, struct worker *w)
 		}
 		if (!i && !r->shared)
 			getsockname(fd, (struct sockaddr *)&ss, &len);
-		w[i].listener.fd = fd;
+		w[i].listeners[0].fd = fd;
 	}
 	return 0;
 }

@@ -1,4 +1,4 @@
-/* psplice relay: a worker thread. Its own epoll loop over its listener and
+/* psplice relay: a worker thread. Its own epoll loop over its listeners and
  * its connections, accepting under --max-conns, the timeouts, and the drain
  * after SIGTERM. */
 #include <errno.h>
@@ -52,13 +52,16 @@ void update_interest(struct worker *w, struct conn *c)
 
 void listener_on(struct worker *w, bool on)
 {
-	/* EPOLLEXCLUSIVE: a shared unix listener wakes one worker, not all. */
+	/* EPOLLEXCLUSIVE: a shared listener wakes one worker, not all. */
 	uint32_t ev = EPOLLIN | (w->r->shared ? EPOLLEXCLUSIVE : 0);
+	int i;
 
-	if (w->listener.fd < 0)
+	/* Closed at the drain: nothing to turn on or off any more. */
+	if (w->listeners[0].fd < 0)
 		return;
 	/* EPOLLEXCLUSIVE cannot be modified, only added and deleted. */
-	set_events(w, &w->listener, on ? ev : 0);
+	for (i = 0; i < w->r->nlisten; i++)
+		set_events(w, &w->listeners[i], on ? ev : 0);
 	w->paused = !on;
 }
 
@@ -125,7 +128,7 @@ void note_flush(struct note *n, bool final)
 	pthread_mutex_unlock(&n->lock);
 }
 
-static void accept_some(struct worker *w)
+static void accept_some(struct worker *w, struct handle *l)
 {
 	struct sockaddr_storage ss;
 	socklen_t len;
@@ -140,7 +143,7 @@ static void accept_some(struct worker *w)
 			return;
 		}
 		len = sizeof(ss);
-		fd = accept4(w->listener.fd, (struct sockaddr *)&ss, &len,
+		fd = accept4(l->fd, (struct sockaddr *)&ss, &len,
 			     SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd >= 0) {
 			note_flush(&w->r->accept_failed, false);
@@ -201,6 +204,27 @@ static void sweep(struct worker *w)
 	w->next_check = next;
 }
 
+/* Closed, not only unwatched: new clients are refused rather than left in
+ * a queue nobody reads. A shared TCP listener is shut down, its fd left to
+ * the others (shutting it down again is harmless); a unix one stays open,
+ * and its path is already gone. The service manager's listeners are its
+ * own as well: shut down, they would stop listening for it too; unwatched,
+ * the clients that come meanwhile wait in their queues for the relay it
+ * starts next. */
+static void close_listeners(struct worker *w)
+{
+	struct handle *l;
+
+	for (l = w->listeners; l < w->listeners + w->r->nlisten; l++) {
+		if (!w->r->shared) {
+			close(l->fd);
+			l->fd = -1;
+		} else if (!w->r->inherited && w->r->listen.ss.ss_family != AF_UNIX) {
+			shutdown(l->fd, SHUT_RDWR);
+		}
+	}
+}
+
 static void start_drain(struct worker *w)
 {
 	uint64_t v;
@@ -208,16 +232,7 @@ static void start_drain(struct worker *w)
 	if (read(w->wake.fd, &v, sizeof(v)) < 0 || w->drain_end != NEVER)
 		return;
 	listener_on(w, false);
-	/* Closed, not only unwatched: new clients are refused rather than
-	 * left in a queue nobody reads. A shared TCP listener is shut down,
-	 * its fd left to the others (shutting it down again is harmless); a
-	 * unix one stays open, and its path is already gone. */
-	if (!w->r->shared) {
-		close(w->listener.fd);
-		w->listener.fd = -1;
-	} else if (w->r->listen.ss.ss_family != AF_UNIX) {
-		shutdown(w->listener.fd, SHUT_RDWR);
-	}
+	close_listeners(w);
 	w->drain_end = now_ms() + w->r->drain_ms;
 	if (w->drain_end < w->next_check)
 		w->next_check = w->drain_end;
@@ -265,7 +280,7 @@ void *worker_main(void *arg)
 			struct handle *h = ev[i].data.ptr;
 
 			if (h->kind == H_LISTEN)
-				accept_some(w);
+				accept_some(w, h);
 			else if (h->kind == H_WAKE)
 				start_drain(w);
 			else
@@ -281,11 +296,14 @@ void *worker_main(void *arg)
 
 int worker_init(struct relay *r, struct worker *w)
 {
+	int i;
+
 	w->r = r;
 	w->drain_end = NEVER;
 	w->next_check = NEVER;
 	w->head.next = w->head.prev = &w->head;
-	w->listener.kind = H_LISTEN;
+	for (i = 0; i < r->nlisten; i++)
+		w->listeners[i].kind = H_LISTEN;
 	w->wake = (struct handle){ .kind = H_WAKE };
 	w->ep = epoll_create1(EPOLL_CLOEXEC);
 	w->wake.fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -293,5 +311,8 @@ int worker_init(struct relay *r, struct worker *w)
 		return -1;
 	set_events(w, &w->wake, EPOLLIN);
 	listener_on(w, true);
-	return w->wake.events && !w->paused ? 0 : -1;
+	for (i = 0; i < r->nlisten; i++)
+		if (!w->listeners[i].events)
+			return -1;
+	return w->wake.events ? 0 : -1;
 }

@@ -146,6 +146,10 @@ ok "psplice exec does not preload $libdir/psplice/libpsplice-preload.so" \
 	sh -c 'test "$(psplice exec -- printenv LD_PRELOAD)" = "$1"' - "$libdir/psplice/libpsplice-preload.so"
 ok "dd under psplice exec fails" sh -c 'psplice exec --min-size=0 -- dd if="$1" of="$2" bs=4k \
 	status=none && cmp "$1" "$2"' - "$tmp/data" "$tmp/exec.copy"
+# The example units of socket activation, where dh_installexamples puts them.
+ex=/usr/share/doc/psplice/examples
+ok "the systemd units are not in $ex" test -r "$ex/psplice-relay@.socket" -a \
+	-r "$ex/psplice-relay@.service"
 if command -v man >/dev/null 2>&1; then
 	ok "man does not find psplice(1)" man -w 1 psplice
 	ok "man does not find psplice_copy(3)" man -w 3 psplice_copy

@@ -29,6 +29,8 @@ check)
 	# tar under psplice exec.
 	want strace strace
 	want tar tar
+	# t_cli_relay_act.sh starts the relay as systemd would, socket-activated.
+	want systemd-socket-activate systemd
 	# t_cli_exec.sh links a static program (cc -static wants libc.a).
 	[ -e "$(gcc -print-file-name=libc.a)" ] || need="$need libc6-dev"
 	# t_cli_completion.sh drives the completion with bash-completion's helpers.

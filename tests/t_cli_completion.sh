@@ -160,4 +160,11 @@ want $LINENO "psplice relay -v 127.0.0.1:8080 unix:$d/ab" "$d/ab.img"
 has $LINENO "psplice relay u" unix:
 has $LINENO "psplice cat --to=" unix:
 want $LINENO "psplice relay 127.0.0.1:80"
+# LISTEN "-" (socket activation) where LISTEN goes, and only there.
+has $LINENO "psplice relay " -
+has $LINENO "psplice relay -j 2 --copy splice " -
+complete_line "psplice relay - "
+! grep -qxF -- - <<<"$got" || fail $LINENO "'-' offered as TARGET: [$(echo $got)]"
+complete_line "psplice relay -j 2 127.0.0.1:80 "
+! grep -qxF -- - <<<"$got" || fail $LINENO "'-' offered as TARGET: [$(echo $got)]"
 exit 0
