@@ -34,6 +34,12 @@
 #define MAX_DEPTH 4
 #define SHEBANG_MAX 256
 
+/* A file is opened to be read, never to wait: a FIFO named as the program
+ * (or as a script's interpreter, or as the library) would block the open
+ * until a writer came, where execve(2) refuses it at once. Nor may a
+ * terminal become our controlling one. */
+#define READ_FLAGS (O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
+
 /* The ELF identity the loader compares: class, byte order, machine. */
 struct elf_id {
 	unsigned char cls, data;
@@ -127,11 +133,16 @@ static const char *judge(const char *path, const struct elf_id *lib, int depth, 
 	struct elf_id id;
 	struct stat st;
 	const char *why = NULL;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = open(path, READ_FLAGS);
 
 	if (fd < 0)
 		return NULL;
-	if (fstat(fd, &st) == 0 && elf_id(fd, &id)) {
+	/* The kernel runs regular files only (EACCES else). */
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return NULL;
+	}
+	if (elf_id(fd, &id)) {
 		if (id.cls != lib->cls || id.data != lib->data || id.machine != lib->machine)
 			why = "is built for another machine or word size than the library";
 		else if (!has_interp(fd))
@@ -175,7 +186,7 @@ const char *exec_unloaded(const char *cmd, const char *lib, char *why, size_t n)
 	char path[PATH_MAX], interp[PATH_MAX] = "";
 	struct elf_id id;
 	const char *r;
-	int fd = open(lib, O_RDONLY | O_CLOEXEC);
+	int fd = open(lib, READ_FLAGS);
 	bool ok = fd >= 0 && elf_id(fd, &id);
 
 	if (fd >= 0)

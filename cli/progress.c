@@ -1,4 +1,5 @@
 /* A pv-like progress line on standard error while a long copy runs. */
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -40,12 +41,15 @@ static int term_width(void)
 }
 
 /* Rounded down, so that 100 % means every byte is in: a copy that failed
- * at 99.7 % says 99. */
+ * at 99.7 % says 99. A file that grew while it was read may pass its size
+ * by any factor, and a double past INT_MAX has no int to become. */
 static int percent(void)
 {
-	int pct = (int)(100.0 * (double)prog.done / (double)prog.total);
+	double pct = 100.0 * (double)prog.done / (double)prog.total;
 
-	return prog.done < prog.total && pct > 99 ? 99 : pct;
+	if (pct >= (double)INT_MAX)
+		return INT_MAX;
+	return prog.done < prog.total && pct > 99 ? 99 : (int)pct;
 }
 
 /* After the name: the bytes, the total and percentage when known, the

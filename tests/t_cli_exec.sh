@@ -62,6 +62,14 @@ cp dyn arm && printf '\050\000' | dd of=arm bs=1 seek=18 conv=notrunc status=non
 $P exec -v -- ./arm 2>err; rc=$?
 is $LINENO "psplice exec: './arm' is built for another machine or word size than the library: nothing is paced" \
 	"$(sed -n 2p err)"
+# A FIFO named as the program, or as a script's interpreter: execve(2)
+# refuses it (126) at once, and -v, which reads the file first, must not
+# wait in its open for a writer that never comes.
+mkfifo fifo && chmod +x fifo || fail $LINENO "cannot make a FIFO"
+printf '#!%s/fifo\n' "$d" >fifo.sh && chmod +x fifo.sh
+for prog in ./fifo ./fifo.sh; do
+	timeout 10 $P exec -v -- $prog 2>err; rc=$?; rc_is $LINENO 126
+done
 cp "$(command -v cat)" mycat || fail $LINENO "cannot copy cat"
 $P exec -v -- ./mycat /proc/self/maps >maps 2>err; rc=$?; rc_is $LINENO 0
 is $LINENO 1 "$(wc -l <err)"

@@ -109,4 +109,56 @@ tail -n 1 "$t/err8" | grep -q "^standard input: 80\.0 MiB  .*/s  in [0-9]*:[0-9]
 	fail "pipe progress last line: $(tail -n 1 "$t/err8")"
 tail -n 1 "$t/err7" | grep -q "^standard input$done_re" ||
 	fail "file on standard input, last line: $(tail -n 1 "$t/err7")"
+# A file that grows while it is read passes its size by any factor: a
+# 1-byte file that has 64 MiB by the time cat reads it (cat waits on a full
+# pipe, its total taken, while the file grows), cut short after 32 MiB.
+# The percentage is 3,355,443,200 there, past any int: no wrapped value.
+python3 - "$bin" "$t/grow" "$t/err12" <<'PY'
+import fcntl, os, subprocess, sys, time
+prog, f, err = sys.argv[1:4]
+with open(f, "wb") as o:
+    o.write(b"x")
+r, w = os.pipe()
+try:
+    fcntl.fcntl(w, 1031, 1 << 20)  # F_SETPIPE_SZ: as large as cat makes it
+except OSError:
+    pass                           # then cat cannot grow it either
+os.set_blocking(w, False)
+filled = 0
+try:
+    while True:
+        filled += os.write(w, b"\0" * 65536)
+except BlockingIOError:
+    pass
+os.set_blocking(w, True)
+with open(err, "wb") as e:
+    p = subprocess.Popen([prog, "cat", "--progress", f], stdout=w, stderr=e)
+os.close(w)
+def waiting():
+    try:
+        fds = [os.readlink("/proc/%d/fd/%s" % (p.pid, n)) for n in os.listdir("/proc/%d/fd" % p.pid)]
+        with open("/proc/%d/stat" % p.pid) as s:
+            state = s.read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return f in fds and state == "S"
+deadline = time.monotonic() + 10
+while not waiting():
+    if time.monotonic() > deadline:
+        sys.exit("cat never waited on the full pipe")
+    time.sleep(0.01)
+with open(f, "ab") as a:
+    a.write(b"y" * (64 << 20))
+want, got = filled + (32 << 20), 0
+while got < want:
+    b = os.read(r, min(1 << 20, want - got))
+    if not b:
+        break
+    got += len(b)
+os.close(r)
+p.wait(timeout=30)
+PY
+[ $? -eq 0 ] || fail "growing file: the run did not go as set up"
+tail -n 1 "$t/err12" | grep -q "/grow: [0-9.]* MiB / 1 B ( *[0-9]*%)  .*  in " ||
+	fail "cat --progress of a grown file, last line: $(tail -n 1 "$t/err12")"
 exit 0
