@@ -186,9 +186,11 @@ static int cp_made(const struct cp_opts *o, const struct cp_at *src, const struc
 	if (S_ISLNK(st->st_mode))
 		return cp_symlink(o, src, dst, st);
 	/* Outside a tree, a special file's contents are copied (a pipe on
-	 * standard input), as cp(1) does without -r. */
+	 * standard input), as cp(1) does without -r. In a tree, the stat that
+	 * found a regular file serves its copy: a second one, once it is open,
+	 * would cost a call a file (and the engine looks at it anyway). */
 	if (S_ISREG(st->st_mode) || !o->recursive)
-		return cp_file(src, dst, o, top);
+		return cp_file(src, dst, o, top || !S_ISREG(st->st_mode) ? NULL : st, top);
 	return cp_special(o, src, dst, st);
 }
 

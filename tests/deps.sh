@@ -27,6 +27,10 @@ check)
 	# tar under psplice exec.
 	want strace strace
 	want tar tar
+	# t_cli_cptree.sh and t_cli_cpopts.sh compare ACLs and extended
+	# attributes of copies.
+	want setfacl acl
+	want setfattr attr
 	# t_cli_completion.sh drives the completion with bash-completion's helpers.
 	[ -r /usr/share/bash-completion/bash_completion ] || need="$need bash-completion"
 	# The fuzzers: clang's libFuzzer (libclang-rt-14-dev) and llvm-cov.
