@@ -60,8 +60,8 @@ else
 	ps=$(( $(calls "$P" cp -a big ps.big) - $(calls "$P" cp -a small ps.small) ))
 	gnu=$(( $(calls cp -a big gnu.big) - $(calls cp -a small gnu.small) ))
 	# Both per file, as x100, for the message.
-	[ "$ps" -le "$gnu" ] ||
-		fail $LINENO "psplice cp -a: $((ps * 100 / 200)) calls per 100 files, GNU cp -a: $((gnu * 100 / 200))"
+	[ "$ps" -le "$gnu" ] || fail $LINENO \
+		"psplice cp -a: $((ps * 100 / 200)) calls per 100 files, GNU cp -a: $((gnu * 100 / 200))"
 	rm -rf ps.big ps.small gnu.big gnu.small
 	# A filesystem without reflinks is asked for one once, not once a
 	# file (where it has them, each file is shared: none is refused).
@@ -76,7 +76,8 @@ fi
 "$P" cp -a big ps 2>err; rc=$?
 rc_is $LINENO 0; err_is $LINENO
 cp -a big gnu
-diff -r --no-dereference gnu ps >diff.out 2>&1 || fail $LINENO "the copies differ: $(head -3 diff.out)"
+diff -r --no-dereference gnu ps >diff.out 2>&1 ||
+	fail $LINENO "the copies differ: $(head -3 diff.out)"
 is $LINENO "$(listing gnu)" "$(listing ps)"
 is $LINENO "$(listing big)" "$(listing ps)"
 rm -rf ps gnu
