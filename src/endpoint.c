@@ -183,3 +183,19 @@ int ps__unusable(const struct ps_endpoint *in, const struct ps_endpoint *out)
 		return PSPLICE_SIDE_OUT;
 	return PSPLICE_SIDE_NONE;
 }
+
+bool ps__refused(const struct ps_refusal *r, const struct ps_xfer *x)
+{
+	return r->set && r->in == x->in->dev && r->out == x->out->dev;
+}
+
+void ps__refuse(struct ps_refusal *r, const struct ps_xfer *x)
+{
+	*r = (struct ps_refusal){ .in = x->in->dev, .out = x->out->dev, .set = true };
+}
+
+void ps__refuse_exdev(struct ps_refusal *r, const struct ps_xfer *x, int err)
+{
+	if (err == EXDEV && x->in->dev != x->out->dev)
+		ps__refuse(r, x);
+}

@@ -18,28 +18,10 @@ static int64_t pos_of(int fd, const int64_t *off)
 
 /* A filesystem without reflinks refuses every file alike with
  * EOPNOTSUPP (ext4, tmpfs, XFS made without reflink; NFS and CIFS for a
- * server that cannot): the last pair of filesystems that said so is not
- * asked again in this thread, where a tree of small files would ask once a
- * file for nothing. Other refusals (a range, EINVAL; another filesystem,
- * EXDEV) may differ from file to file and are asked each time. Should the
- * filesystem go and another be mounted under its device number, files
- * between the two are copied rather than shared, byte for byte the same. */
-static __thread struct {
-	dev_t in, out;
-	bool set;
-} refused;
-
-static bool known_refused(const struct ps_xfer *x)
-{
-	return refused.set && refused.in == x->in->dev && refused.out == x->out->dev;
-}
-
-static void remember_refused(const struct ps_xfer *x)
-{
-	refused.in = x->in->dev;
-	refused.out = x->out->dev;
-	refused.set = true;
-}
+ * server that cannot), as two filesystems refuse with EXDEV: remembered
+ * (ps__refused), so that a tree of small files does not ask once a file
+ * for nothing. */
+static __thread struct ps_refusal refused;
 
 /* Errnos that mean "no sharing for this pair": the next path copies. */
 static bool clone_falls_back(int err)
@@ -102,7 +84,7 @@ ssize_t ps__path_clone(struct ps_xfer *x)
 {
 	int64_t si, so, size, n;
 
-	if (x->in->kind != PS_K_FILE || x->out->kind != PS_K_FILE || known_refused(x) ||
+	if (x->in->kind != PS_K_FILE || x->out->kind != PS_K_FILE || ps__refused(&refused, x) ||
 	    ps__append(x->out))
 		return ps_not_here(EOPNOTSUPP);
 	si = pos_of(x->in->fd, x->off_in);
@@ -120,7 +102,8 @@ ssize_t ps__path_clone(struct ps_xfer *x)
 		return ps_not_here(EOPNOTSUPP);
 	n = clone_range(x, si, so, size);
 	if (n == -EOPNOTSUPP)
-		remember_refused(x);
+		ps__refuse(&refused, x);
+	ps__refuse_exdev(&refused, x, (int)-n);
 	if (n < 0)
 		return clone_falls_back((int)-n) ? ps_not_here((int)-n) :
 		       ps__fail(x, (int)-n, ps__side_of(x, (int)-n));

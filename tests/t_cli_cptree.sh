@@ -4,7 +4,7 @@
 # by the difference between a tree and one with twice the files in the same
 # directories, so that what the start and the directories cost cancels
 # out); a filesystem without reflinks is asked for one once, not once a
-# file; and the copy is GNU's: the same bytes, types, modes, sizes, times,
+# file, and two filesystems for a copy between them; and the copy is GNU's: the same bytes, types, modes, sizes, times,
 # owners and link targets; under another umask too; into a directory whose
 # default ACL a new file inherits, the same ACLs as GNU's copy (SOURCE's,
 # not the inherited ones), and the same extended attributes.
@@ -70,6 +70,20 @@ else
 	refused=$(grep -c 'FICLONE.*EOPNOTSUPP' ioctl.out)
 	[ "$refused" -le 1 ] || fail $LINENO "$refused clones refused, for 400 files"
 	rm -rf ps.big
+	# Nor are two filesystems asked once a file for a clone or a
+	# copy_file_range between them (EXDEV): a tree copied to /dev/shm.
+	other=$(mktemp -d /dev/shm/t_cli_cptree.XXXXXX 2>/dev/null)
+	if [ -z "$other" ] || [ "$(stat -c %d "$other")" = "$(stat -c %d .)" ]; then
+		skip "no /dev/shm on another filesystem: EXDEV not counted"
+	else
+		cli_cleanup() { rm -rf "$other"; }
+		strace -f -e trace=ioctl,copy_file_range -o exdev.out "$P" cp -a big "$other/big" 2>err ||
+			fail $LINENO "cp -a failed: $(cat err)"
+		refused=$(grep -c 'EXDEV' exdev.out)
+		[ "$refused" -le 2 ] || fail $LINENO "$refused calls refused by EXDEV, for 400 files"
+		diff -r big "$other/big" >diff.out 2>&1 || fail $LINENO "$(head -3 diff.out)"
+		rm -rf "$other/big"
+	fi
 fi
 
 # --- 2. the copy is GNU's --------------------------------------------------
