@@ -98,7 +98,7 @@ struct cp_args {
 struct cp_job {
 	const struct cp_opts *o;
 	const char *src;
-	char *dst;        /* the file written, for messages */
+	const char *dst;  /* the file written, for messages */
 	int dst_dir;      /* and as the system calls reach it */
 	const char *dst_name;
 	struct stat st;   /* of the source */

@@ -146,6 +146,7 @@ int cp_file(const struct cp_at *src, const struct cp_at *dst, const struct cp_op
 	int in, rc = -1;
 
 	j.src = src->path;
+	j.dst = dst->path;
 	j.dst_dir = dst->dir;
 	j.dst_name = dst->name;
 	j.fresh = dst->fresh;
@@ -160,11 +161,8 @@ int cp_file(const struct cp_at *src, const struct cp_at *dst, const struct cp_op
 		cli_error(errno, "cannot stat %s", cli_quote(src->path));
 	else if (S_ISDIR(j.st.st_mode))
 		cli_error(0, "-r not specified; omitting directory %s", cli_quote(src->path));
-	else if (!(j.dst = strdup(dst->path)))
-		cli_error(ENOMEM, "cannot copy %s", cli_quote(src->path));
 	else
 		rc = copy_to(&j, in, top);
-	free(j.dst);
 	close(in);
 	return rc;
 }

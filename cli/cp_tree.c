@@ -38,12 +38,19 @@ struct cp_level {
 	bool fresh;  /* dst: made by this copy, without a default ACL */
 };
 
+/* dir/name, made twice for every entry of a tree: by hand, as asprintf
+ * would parse its format each time. */
 static char *join(const char *dir, const char *name)
 {
-	char *p;
+	size_t d = strlen(dir), n = strlen(name);
+	bool slash = dir[d - 1] != '/';
+	char *p = malloc(d + slash + n + 1);
 
-	if (asprintf(&p, "%s%s%s", dir, dir[strlen(dir) - 1] == '/' ? "" : "/", name) < 0)
+	if (!p)
 		return NULL;
+	memcpy(p, dir, d);
+	p[d] = '/';
+	memcpy(p + d + slash, name, n + 1);
 	return p;
 }
 
