@@ -1,7 +1,8 @@
 /* psplice bench, group "cp": psplice cp against cp(1) and a read/write
  * loop, a cached file to a new one on the scratch filesystem and on a
- * tmpfs, until the copy is in the page cache or until it is durable; and
- * reflinks on XFS (bench_reflink.c). */
+ * tmpfs, until the copy is in the page cache or until it is durable;
+ * reflinks on XFS (bench_reflink.c); and cp -a of a tree of small files
+ * (bench_cptree.c). */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/magic.h>
@@ -108,11 +109,8 @@ static void cp_in(const struct bench_opts *o, const char *dir, const char *fs,
 	else
 		cp_target(&it);
 }
-/* A tmpfs for the copy: our own mount, as root, so that it is empty and
- * large enough; else /dev/shm when it is a tmpfs with the room. 1 when
- * mounted, 0 when not, -1 with why. */
-static int tmpfs_dir(const struct bench_opts *o, uint64_t need, char *dir, size_t n,
-		     char *why, size_t wn)
+int peer_tmpfs_dir(const struct bench_opts *o, uint64_t need, char *dir, size_t n, char *why,
+		   size_t wn)
 {
 	char opts[64];
 	struct statfs s;
@@ -150,7 +148,7 @@ static void cp_tmpfs(const struct bench_opts *o, uint64_t size)
 	if (!strcmp(fs_name(o->dir), "tmpfs"))
 		return;
 	/* Source and copy, and room for the filesystem's own pages. */
-	mounted = tmpfs_dir(o, 2 * size + 64 * MiB, dir, sizeof(dir), why, sizeof(why));
+	mounted = peer_tmpfs_dir(o, 2 * size + 64 * MiB, dir, sizeof(dir), why, sizeof(why));
 	if (mounted < 0) {
 		snprintf(it.name, sizeof(it.name), "tmpfs, %s", peer_size_text(size));
 		cp_variants(&it, o);
@@ -176,4 +174,5 @@ void bench_peers_cp(const struct bench_opts *o)
 	cp_in(o, o->dir, fs_name(o->dir), size, true);
 	cp_tmpfs(o, size);
 	peer_cp_reflink(o);
+	peer_cp_tree(o);
 }

@@ -77,7 +77,15 @@ void peer_unmount(const char *dir);
 int peer_fail(char *why, size_t n, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+/* A tmpfs of need bytes for a copy: our own mount, as root, so that it is
+ * empty and large enough; else a new directory in /dev/shm when it is a
+ * tmpfs with the room (bench_cp.c). 1 when mounted, 0 when not, -1 with
+ * why. */
+int peer_tmpfs_dir(const struct bench_opts *o, uint64_t need, char *dir, size_t n, char *why,
+		   size_t wn);
 /* The cp group's item on XFS (bench_reflink.c). */
 void peer_cp_reflink(const struct bench_opts *o);
+/* The cp group's tree of small files (bench_cptree.c). */
+void peer_cp_tree(const struct bench_opts *o);
 
 #endif

@@ -46,6 +46,10 @@ struct cp_at {
 	int dir;
 	const char *name;
 	const char *path;
+	/* A DST in a directory this copy made, which has no default ACL:
+	 * nothing has its name until the copy makes it, and what the copy
+	 * makes there has no ACL to take away. */
+	bool fresh;
 };
 
 /* --preserve=links: which copy each multiply-linked SOURCE inode got. */
@@ -99,11 +103,13 @@ struct cp_args {
 struct cp_job {
 	const struct cp_opts *o;
 	const char *src;
-	char *dst;        /* the file written, for messages */
+	const char *dst;  /* the file written, for messages */
 	int dst_dir;      /* and as the system calls reach it */
 	const char *dst_name;
 	struct stat st;   /* of the source */
+	bool fresh;       /* DST is a cp_at.fresh one: no need to look for it */
 	bool created;     /* DST did not exist: remove it if the copy fails */
+	bool dst_file;    /* DST is a regular file, empty, at offset 0 */
 };
 
 /* Each SOURCE of the command line copied where the operands say. A
@@ -118,11 +124,12 @@ int cp_top(const struct cp_opts *o, const char *src, const char *dst);
  * named on the command line. 1: made, 0: left alone, -1: error. */
 int cp_nondir(const struct cp_opts *o, const struct cp_at *src, const struct cp_at *dst,
 	      const struct stat *st, bool follow, bool top);
-/* Copy the regular (or, outside a tree, special) file src to dst. top: dst
- * was named on the command line, not found in a tree. 1: copied, 0: left
- * alone (-n, -u, -i), -1: error. */
+/* Copy the regular (or, outside a tree, special) file src to dst. st: the
+ * walk's stat of a regular src in a tree, taken as its own (NULL: src's is
+ * asked once it is open). top: dst was named on the command line, not found
+ * in a tree. 1: copied, 0: left alone (-n, -u, -i), -1: error. */
 int cp_file(const struct cp_at *src, const struct cp_at *dst, const struct cp_opts *o,
-	    bool top);
+	    const struct stat *st, bool top);
 /* The data of j's SOURCE in to DST out, by the way that suits them; then
  * -v, --preserve and --sync. 0, or -1 with the error said. */
 int cp_copy_data(struct cp_job *j, int in, int out);
@@ -151,6 +158,10 @@ int cp_refuse_same(const char *src, const char *dst);
  * into is not cp's to change. */
 int cp_preserve(const struct cp_opts *o, const struct cp_at *src, const struct cp_at *dst,
 		const struct stat *st, const int *fd);
+
+/* Has the directory dir a default ACL, which what is made in it inherits?
+ * true also when that cannot be told. */
+bool cp_acl_default(const struct cp_at *dir);
 
 /* --sparse=always: SOURCE's data read, each block of DST's size that is
  * all zeros left a hole; wb (may be NULL) paces the writes. */

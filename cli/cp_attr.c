@@ -3,10 +3,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/magic.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
@@ -27,6 +30,10 @@ struct xa_end {
 	const char *path;  /* for the attribute calls */
 	const char *shown; /* for messages */
 	bool nofollow;
+	/* DST only: its stat, taken after its data was written (NULL: not
+	 * taken), and whether it has no ACL (cp_at.fresh). */
+	const struct stat *now;
+	bool bare;
 };
 
 static ssize_t xa_list(const struct xa_end *e, char *buf, size_t size)
@@ -134,10 +141,9 @@ static bool xattr_skipped(const char *name)
  * is an error only when they were asked for by name, as with cp(1); -a and
  * --preserve=all copy what they can, silently. */
 static int copy_xattrs(const struct cp_opts *o, const struct xa_end *from,
-		       const struct xa_end *to, const char *dst)
+		       const struct xa_end *to, const char *dst, const char *names, ssize_t len)
 {
-	char *names, *name;
-	ssize_t len = xa_names(from, &names);
+	const char *name;
 	int rc = 0, err;
 
 	if (len < 0 && len != -ENOTSUP && o->xattr_loud) {
@@ -157,8 +163,48 @@ static int copy_xattrs(const struct cp_opts *o, const struct xa_end *from,
 		}
 		cli_error(-err, "setting attribute %s for %s", cli_quote(name), cli_quote(dst));
 	}
-	free(names);
 	return rc;
+}
+
+/* Does the filesystem of fd (st_dev dev) list a file's POSIX ACLs among
+ * its extended attributes? The kernel's own disk and memory filesystems
+ * do; CIFS serves a legacy POSIX ACL to getxattr alone, and others may
+ * too. Asked once per filesystem, for the one last asked about. */
+static bool lists_acls(int fd, dev_t dev)
+{
+	static __thread struct { dev_t dev; bool known, lists; } last;
+	struct statfs sf;
+
+	if (last.known && last.dev == dev)
+		return last.lists;
+	if (fstatfs(fd, &sf) < 0)
+		return false;
+	switch ((unsigned long)sf.f_type) {
+	case EXT4_SUPER_MAGIC: case XFS_SUPER_MAGIC: case BTRFS_SUPER_MAGIC:
+	case TMPFS_MAGIC:
+		last.lists = true;
+		break;
+	default:
+		last.lists = false;
+	}
+	last.dev = dev;
+	last.known = true;
+	return last.lists;
+}
+
+/* SOURCE's access ACL, as its names (len bytes, or -errno) show it: 1
+ * there, 0 not, -1 not told (asked for by name then). */
+static int acl_listed(const struct xa_end *from, const struct stat *st, const char *names,
+		      ssize_t len)
+{
+	ssize_t off;
+
+	if (from->fd < 0 || len < 0 || !lists_acls(from->fd, st->st_dev))
+		return -1;
+	for (off = 0; off < len; off += (ssize_t)strlen(names + off) + 1)
+		if (!strcmp(names + off, ACL_ACCESS))
+			return 1;
+	return 0;
 }
 
 /* The mode's ACLs (a directory's default ACL too). SOURCE without one:
@@ -166,7 +212,7 @@ static int copy_xattrs(const struct cp_opts *o, const struct xa_end *from,
  * and a filesystem that cannot keep it: the permissions are not what
  * SOURCE's are, an error as with cp -p. */
 static int copy_acls(const struct xa_end *from, const struct xa_end *to, const char *dst,
-		     bool dir)
+		     bool dir, int listed)
 {
 	static const char *const names[] = { ACL_ACCESS, ACL_DEFAULT };
 	char *val;
@@ -174,9 +220,10 @@ static int copy_acls(const struct xa_end *from, const struct xa_end *to, const c
 	int i;
 
 	for (i = 0; i < (dir ? 2 : 1); i++) {
-		n = xa_value(from, names[i], &val);
+		/* A file's access ACL that its names do not show: none. */
+		n = i == 0 && listed == 0 ? -ENODATA : xa_value(from, names[i], &val);
 		if (n == -ENODATA || n == -ENOTSUP) {
-			if (xa_remove(to, names[i]) < 0) {
+			if (!to->bare && xa_remove(to, names[i]) < 0) {
 				/* none to remove, or no ACLs there at all */
 			}
 			continue;
@@ -212,11 +259,32 @@ static int end_utimens(const struct xa_end *e, const struct timespec times[2])
 	return utimensat(e->dir, e->name, times, AT_SYMLINK_NOFOLLOW);
 }
 
+/* The effective user ID, which no copy changes: asked once. */
+static bool root(void)
+{
+	static atomic_int euid = -1;
+	int id = atomic_load_explicit(&euid, memory_order_relaxed);
+
+	if (id < 0) {
+		id = (int)geteuid();
+		atomic_store_explicit(&euid, id, memory_order_relaxed);
+	}
+	return id == 0;
+}
+
 /* Only root may give a file away; anyone else keeps their own files, and
- * gets SOURCE's group only if they are in it, as with cp -p. */
+ * gets SOURCE's group only if they are in it, as with cp -p. A DST already
+ * SOURCE's (as a copy made by its owner is) is left as it is: a DST whose
+ * stat is known was written, which cleared its set-ID bits and capability
+ * as chown would have. */
 static int keep_owner(const struct xa_end *to, const char *dst, const struct stat *st)
 {
-	if (geteuid() != 0) {
+	const struct stat *now = to->now;
+	bool su = root();
+
+	if (now && now->st_gid == st->st_gid && (!su || now->st_uid == st->st_uid))
+		return 0;
+	if (!su) {
 		/* Not in SOURCE's group: the copy keeps ours. */
 		(void)end_chown(to, (uid_t)-1, st->st_gid);
 		return 0;
@@ -230,15 +298,20 @@ static int keep_owner(const struct xa_end *to, const char *dst, const struct sta
 
 /* The mode and its ACLs; a symbolic link has none of its own. */
 static int keep_mode(const struct xa_end *from, const struct xa_end *to, const char *dst,
-		     const struct stat *st)
+		     const struct stat *st, int listed)
 {
+	mode_t mode = st->st_mode & 07777;
+
 	if (S_ISLNK(st->st_mode))
 		return 0;
-	if (end_chmod(to, st->st_mode & 07777) < 0) {
+	/* A mode already SOURCE's stays, unless it has set-ID bits, which
+	 * keep_owner's chown may have cleared since the stat. */
+	if (!(to->now && (to->now->st_mode & 07777) == mode && !(mode & (S_ISUID | S_ISGID))) &&
+	    end_chmod(to, mode) < 0) {
 		cli_error(errno, "preserving permissions for %s", cli_quote(dst));
 		return -1;
 	}
-	return copy_acls(from, to, dst, S_ISDIR(st->st_mode));
+	return copy_acls(from, to, dst, S_ISDIR(st->st_mode), listed);
 }
 
 /* In this order: the owner first, as chown clears the set-user-ID and
@@ -249,18 +322,29 @@ static int keep(const struct cp_opts *o, const struct xa_end *from, const struct
 		const char *dst, const struct stat *st)
 {
 	const struct timespec times[2] = { st->st_atim, st->st_mtim };
+	char *names = NULL;
+	ssize_t len = -1; /* SOURCE's names, not listed */
+	int rc = -1;
 
 	if ((o->keep & CP_KEEP_OWNER) && keep_owner(to, dst, st) < 0)
 		return -1;
-	if ((o->keep & CP_KEEP_XATTR) && copy_xattrs(o, from, to, dst) < 0)
-		return -1;
-	if ((o->keep & CP_KEEP_MODE) && keep_mode(from, to, dst, st) < 0)
-		return -1;
+	if (o->keep & CP_KEEP_XATTR) {
+		len = xa_names(from, &names);
+		if (copy_xattrs(o, from, to, dst, names, len) < 0)
+			goto out;
+	}
+	/* The names listed tell whether SOURCE has an ACL, too. */
+	if ((o->keep & CP_KEEP_MODE) &&
+	    keep_mode(from, to, dst, st, acl_listed(from, st, names, len)) < 0)
+		goto out;
 	if ((o->keep & CP_KEEP_TIMES) && end_utimens(to, times) < 0) {
 		cli_error(errno, "preserving times for %s", cli_quote(dst));
-		return -1;
+		goto out;
 	}
-	return 0;
+	rc = 0;
+out:
+	free(names);
+	return rc;
 }
 
 /* The path by which the attribute calls reach at (buf: room for one). */
@@ -296,5 +380,17 @@ int cp_preserve(const struct cp_opts *o, const struct cp_at *src, const struct c
 		return 0;
 	from = end_of(src, fd ? fd[0] : -1, S_ISLNK(st->st_mode), sbuf, sizeof(sbuf));
 	to = end_of(dst, fd ? fd[1] : -1, true, dbuf, sizeof(dbuf));
+	to.now = fd ? &ds : NULL;
+	to.bare = dst->fresh;
 	return keep(o, &from, &to, dst->path, st);
+}
+
+bool cp_acl_default(const struct cp_at *dir)
+{
+	char buf[64 + NAME_MAX];
+
+	if (getxattr(xa_path(dir, buf, sizeof(buf)), ACL_DEFAULT, NULL, 0) >= 0)
+		return true;
+	/* None, or a filesystem without ACLs. */
+	return errno != ENODATA && errno != ENOTSUP;
 }

@@ -149,14 +149,12 @@ static bool paced(const struct cp_job *j)
  * between two regular files, which have offsets to keep holes at.
  * --sparse=always makes holes of blocks of zeros too, in any file; never
  * writes them all as zeros. */
-static bool sparse(const struct cp_job *j, int out)
+static bool sparse(const struct cp_job *j)
 {
-	struct stat st;
-
 	return j->o->sparse != CP_SPARSE_NEVER && S_ISREG(j->st.st_mode) &&
 	       (j->o->sparse == CP_SPARSE_ALWAYS ||
 		(uint64_t)j->st.st_blocks * 512 < (uint64_t)j->st.st_size) &&
-	       fstat(out, &st) == 0 && S_ISREG(st.st_mode);
+	       j->dst_file;
 }
 
 /* Before a copy: the progress line (of the data, not the holes), the pipe
@@ -165,7 +163,6 @@ static void start_copy(struct data *d)
 {
 	const struct cp_job *j = d->j;
 	uint64_t blocks = (uint64_t)j->st.st_blocks * 512, size = (uint64_t)j->st.st_size;
-	struct stat st;
 
 	if (d->show)
 		cli_progress_begin(j->src, d->holes && blocks < size ? blocks : size,
@@ -173,8 +170,7 @@ static void start_copy(struct data *d)
 	/* Between two files on XFS or btrfs, copy_file_range shares extents
 	 * too: --reflink=never goes through a pipe instead, which always
 	 * copies (as cp(1) avoids copy_file_range then). */
-	if (j->o->reflink == CP_REFLINK_NEVER && S_ISREG(j->st.st_mode) &&
-	    fstat(d->out, &st) == 0 && S_ISREG(st.st_mode))
+	if (j->o->reflink == CP_REFLINK_NEVER && S_ISREG(j->st.st_mode) && j->dst_file)
 		d->flags = PSPLICE_F_ONLY(PSPLICE_METHOD_SPLICE_PIPE);
 	/* Only a file or a block device has writeback to pace (anything else
 	 * is ESPIPE); without it the copy is as correct, just not paced. */
@@ -225,6 +221,34 @@ static int run_chunks(struct data *d, enum way way)
 	return rc;
 }
 
+/* The whole of SOURCE in one copy. Between two regular files, both at
+ * offset 0 (SOURCE just opened, DST just made or truncated), the copy goes
+ * by offsets: the engine need not ask either file where it is, before,
+ * during and after, as it must for a file position. An empty SOURCE may
+ * still have data (a /proc file, whose size says nothing of it): read(2)
+ * alone tells, in one call for a file that is empty indeed, where each of
+ * the engine's file-to-file paths would find nothing before it; and it
+ * reads from the file position, as some of those files (tracefs pipes)
+ * have no offsets. */
+static int copy_whole(struct data *d, unsigned int flags)
+{
+	struct psplice_result r;
+	int64_t off_in = 0, off_out = 0;
+	bool empty = d->j->st.st_size == 0;
+	int rc;
+
+	/* A progress line moves with chunks, which cli_copy makes. */
+	if (!d->j->dst_file || !S_ISREG(d->j->st.st_mode) || cli_progress_on())
+		return cli_copy(d->in, d->out, flags, &d->c);
+	if (empty)
+		flags = PSPLICE_F_ONLY(PSPLICE_METHOD_READWRITE);
+	rc = psplice_copy(d->in, empty ? NULL : &off_in, d->out, &off_out, PSPLICE_TO_EOF, flags,
+			  &r);
+	d->c = (struct cli_copy){ .method = PSPLICE_METHOD_NONE };
+	cli_copy_add(&d->c, r.out_bytes, r.method);
+	return rc < 0 ? cli_copy_fail(&d->c, r.error, r.side) : 0;
+}
+
 static int run(struct data *d, enum way way)
 {
 	switch (way) {
@@ -233,9 +257,9 @@ static int run(struct data *d, enum way way)
 		/* Shared extents or nothing: the engine never copies. */
 		return cli_copy(d->in, d->out, PSPLICE_F_REFLINK_ONLY, &d->c);
 	case WAY_REFLINK:
-		return cli_copy(d->in, d->out, PSPLICE_F_REFLINK, &d->c);
+		return copy_whole(d, PSPLICE_F_REFLINK);
 	case WAY_PLAIN:
-		return cli_copy(d->in, d->out, d->flags, &d->c);
+		return copy_whole(d, d->flags);
 	default:
 		return run_chunks(d, way);
 	}
@@ -350,8 +374,8 @@ static int durable(const struct data *d)
 static int copied(struct data *d)
 {
 	struct cp_job *j = d->j;
-	const struct cp_at src = { AT_FDCWD, j->src, j->src };
-	const struct cp_at dst = { j->dst_dir, j->dst_name, j->dst };
+	const struct cp_at src = { AT_FDCWD, j->src, j->src, false };
+	const struct cp_at dst = { j->dst_dir, j->dst_name, j->dst, j->fresh && j->created };
 	const int fd[2] = { d->in, d->out };
 
 	if (j->o->verbose)
@@ -372,7 +396,7 @@ static int copied(struct data *d)
 int cp_copy_data(struct cp_job *j, int in, int out)
 {
 	struct data d = {
-		.j = j, .in = in, .out = out, .holes = sparse(j, out), .pace = paced(j),
+		.j = j, .in = in, .out = out, .holes = sparse(j), .pace = paced(j),
 		.show = j->o->progress == 2 ||
 			(j->o->progress && j->st.st_size >= CP_PROGRESS_MIN),
 	};

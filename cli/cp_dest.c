@@ -219,8 +219,12 @@ int cp_make_room(const struct cp_opts *o, const struct cp_at *src, const struct 
 		 const struct stat *st, const char *what)
 {
 	bool exists;
-	int rc = cp_existing(o, src->path, dst, st, false, &exists);
+	int rc;
 
+	/* Nothing there to ask about, keep or remove. */
+	if (dst->fresh)
+		return 1;
+	rc = cp_existing(o, src->path, dst, st, false, &exists);
 	if (rc <= 0 || !exists)
 		return rc;
 	if (o->link != CP_LINK_NONE && !o->force) {

@@ -30,7 +30,7 @@ static int replace(struct cp_job *j, mode_t mode)
 		cli_error(errno, "cannot create regular file %s", cli_quote(j->dst));
 		return -1;
 	}
-	j->created = true;
+	j->created = j->dst_file = true;
 	return fd;
 }
 
@@ -71,6 +71,7 @@ static int open_existing(struct cp_job *j, mode_t mode, bool top)
 		close(fd);
 		return -1;
 	}
+	j->dst_file = S_ISREG(st.st_mode);
 	return fd;
 }
 
@@ -86,7 +87,7 @@ static int open_target(struct cp_job *j, bool exists, bool top)
 		return open_existing(j, mode, top);
 	fd = openat(j->dst_dir, j->dst_name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
 	if (fd >= 0) {
-		j->created = true;
+		j->created = j->dst_file = true;
 		return fd;
 	}
 	/* Made since it was looked at. */
@@ -115,11 +116,13 @@ char *cp_parent_of(const char *path)
 
 static int copy_to(struct cp_job *j, int in, bool top)
 {
-	const struct cp_at to = { j->dst_dir, j->dst_name, j->dst };
-	bool exists;
+	const struct cp_at to = { j->dst_dir, j->dst_name, j->dst, j->fresh };
+	bool exists = false;
 	int out, rc;
 
-	rc = cp_existing(j->o, j->src, &to, &j->st, true, &exists);
+	/* In a directory this copy made, DST is made without looking for
+	 * it first: should it be there all the same, open_target finds it. */
+	rc = j->fresh ? 1 : cp_existing(j->o, j->src, &to, &j->st, true, &exists);
 	if (rc <= 0)
 		return rc;
 	out = open_target(j, exists, top);
@@ -137,28 +140,32 @@ static int copy_to(struct cp_job *j, int in, bool top)
 }
 
 int cp_file(const struct cp_at *src, const struct cp_at *dst, const struct cp_opts *o,
-	    bool top)
+	    const struct stat *st, bool top)
 {
+	/* A link the walk did not follow is not followed now either: one
+	 * put in the file's place since is refused, not copied through. */
+	int flags = st && o->deref != CP_DEREF_ALWAYS ? O_NOFOLLOW : 0;
 	struct cp_job j = { .o = o };
 	int in, rc = -1;
 
 	j.src = src->path;
+	j.dst = dst->path;
 	j.dst_dir = dst->dir;
 	j.dst_name = dst->name;
-	in = openat(src->dir, src->name, O_RDONLY | O_CLOEXEC);
+	j.fresh = dst->fresh;
+	in = openat(src->dir, src->name, O_RDONLY | O_CLOEXEC | flags);
 	if (in < 0) {
 		cli_error(errno, "cannot open %s", cli_quote(src->path));
 		return -1;
 	}
-	if (fstat(in, &j.st) < 0)
+	if (st)
+		j.st = *st;
+	if (!st && fstat(in, &j.st) < 0)
 		cli_error(errno, "cannot stat %s", cli_quote(src->path));
 	else if (S_ISDIR(j.st.st_mode))
 		cli_error(0, "-r not specified; omitting directory %s", cli_quote(src->path));
-	else if (!(j.dst = strdup(dst->path)))
-		cli_error(ENOMEM, "cannot copy %s", cli_quote(src->path));
 	else
 		rc = copy_to(&j, in, top);
-	free(j.dst);
 	close(in);
 	return rc;
 }

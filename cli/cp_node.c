@@ -187,9 +187,12 @@ static int cp_made(const struct cp_opts *o, const struct cp_at *src, const struc
 		return cp_symlink(o, src, dst, st);
 	/* Outside a tree, a special file's contents are copied (a pipe on
 	 * standard input), as cp(1) does without -r, and in one with
-	 * --copy-contents (a FIFO waits for a writer then, as in cp(1)). */
+	 * --copy-contents (a FIFO waits for a writer then, as in cp(1)). In a
+	 * tree, the stat that found a regular file serves its copy: a second
+	 * one, once it is open, would cost a call a file (and the engine looks
+	 * at it anyway). */
 	if (S_ISREG(st->st_mode) || !o->recursive || o->copy_contents)
-		return cp_file(src, dst, o, top);
+		return cp_file(src, dst, o, top || !S_ISREG(st->st_mode) ? NULL : st, top);
 	return cp_special(o, src, dst, st);
 }
 

@@ -56,8 +56,8 @@ static char *parents_path(const struct cp_opts *o, const char *dir, const char *
 			cli_error(errno, "cannot stat %s", cli_quote(dst + skip));
 			rc = -1;
 		} else if (mkdir(dst, (st.st_mode & 07777) & ~o->umask) == 0) {
-			const struct cp_at from = { AT_FDCWD, dst + skip, dst + skip },
-					   to = { AT_FDCWD, dst, dst };
+			const struct cp_at from = { AT_FDCWD, dst + skip, dst + skip, false },
+					   to = { AT_FDCWD, dst, dst, false };
 
 			if (o->keep)
 				rc = cp_preserve(o, &from, &to, &st, NULL);

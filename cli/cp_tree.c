@@ -35,68 +35,86 @@ struct cp_level {
 	int src, dst;
 	struct stat src_st, dst_st;
 	const char *src_path, *dst_path;
+	bool fresh;  /* dst: made by this copy, without a default ACL */
 };
 
+/* dir/name, made twice for every entry of a tree: by hand, as asprintf
+ * would parse its format each time. */
 static char *join(const char *dir, const char *name)
 {
-	char *p;
+	size_t d = strlen(dir), n = strlen(name);
+	bool slash = dir[d - 1] != '/';
+	char *p = malloc(d + slash + n + 1);
 
-	if (asprintf(&p, "%s%s%s", dir, dir[strlen(dir) - 1] == '/' ? "" : "/", name) < 0)
+	if (!p)
 		return NULL;
+	memcpy(p, dir, d);
+	p[d] = '/';
+	memcpy(p + d + slash, name, n + 1);
 	return p;
 }
 
 
+/* names[*n] = a copy of name, names grown as needed (one slot is kept
+ * for the NULL that ends them). 0, or -1: no memory. */
+static int add_name(char ***names, size_t *n, size_t *size, const char *name)
+{
+	char **more;
+
+	if (*n + 1 >= *size) {
+		*size = *size ? 2 * *size : 16;
+		more = realloc(*names, *size * sizeof(**names));
+		if (!more)
+			return -1;
+		*names = more;
+	}
+	(*names)[*n] = strdup(name);
+	if (!(*names)[*n])
+		return -1;
+	(*n)++;
+	return 0;
+}
+
 /* The entries of directory fd, read whole before any is copied: the
- * descriptor that reads them is closed before the walk goes deeper.
+ * descriptor that reads them is closed before the walk goes deeper. They
+ * are read by getdents64 itself: fdopendir would ask the descriptor what
+ * it is first (fstat, fcntl twice), three calls a directory for nothing.
  * NULL-ended; NULL with the error said. */
 static char **read_names(int fd, const char *src)
 {
-	char **names = NULL, **more;
+	union { struct dirent64 e; char b[32768]; } buf;
+	const struct dirent64 *e;
+	char **names = NULL;
 	size_t n = 0, size = 0;
-	struct dirent *e;
-	int rd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	DIR *dir = rd >= 0 ? fdopendir(rd) : NULL;
+	ssize_t len, off;
+	int rd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC), err = 0;
 
-	if (!dir) {
+	if (rd < 0) {
 		cli_error(errno, "cannot access %s", cli_quote(src));
-		if (rd >= 0)
-			close(rd);
 		return NULL;
 	}
-	for (;;) {
-		errno = 0;
-		e = readdir(dir);
-		if (!e && errno) {
-			cli_error(errno, "cannot read directory %s", cli_quote(src));
-			goto fail;
+	while (!err && (len = getdents64(rd, buf.b, sizeof(buf.b))) > 0) {
+		for (off = 0; !err && off < len; off += e->d_reclen) {
+			e = (const struct dirent64 *)(buf.b + off);
+			if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") &&
+			    add_name(&names, &n, &size, e->d_name) < 0)
+				err = ENOMEM;
 		}
-		if (e && (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")))
-			continue;
-		if (n + 1 >= size) {
-			size = size ? 2 * size : 16;
-			more = realloc(names, size * sizeof(*names));
-			if (!more)
-				goto nomem;
-			names = more;
-		}
-		if (!e)
-			break;
-		names[n] = strdup(e->d_name);
-		if (!names[n])
-			goto nomem;
-		n++;
 	}
-	names[n] = NULL;
-	closedir(dir);
-	return names;
-nomem:
-	cli_error(ENOMEM, "cannot read directory %s", cli_quote(src));
-fail:
+	if (!err && len < 0)
+		err = errno;
+	/* An empty directory has had no slot made yet. */
+	if (!err && !names && !(names = malloc(sizeof(*names))))
+		err = ENOMEM;
+	close(rd);
+	if (!err) {
+		names[n] = NULL;
+		return names;
+	}
+	cli_error(err, "cannot read directory %s", cli_quote(src));
 	while (n)
 		free(names[--n]);
 	free(names);
-	closedir(dir);
 	return NULL;
 }
 
@@ -254,6 +272,7 @@ static int dir_attrs(const struct cp_opts *o, const struct cp_level *up,
 		s.dir = up->src;
 		d.dir = up->dst;
 	}
+	d.fresh = d.fresh && made;
 	if (made && !(o->keep & CP_KEEP_MODE) && dir_mode(o, &d, st, inherited) < 0)
 		rc = -1;
 	if (o->keep && cp_preserve(o, &s, &d, st, NULL) < 0)
@@ -282,6 +301,9 @@ static int cp_dir(struct cp_tree *t, struct cp_level *up, const struct cp_at *sr
 		return -1;
 	if (made)
 		inherited = me.dst_st.st_mode & S_ISGID;
+	/* A directory made in a fresh one inherits no default ACL; any other
+	 * made may have, from the directory it was made in. */
+	me.fresh = made && ((up && up->fresh) || !cp_acl_default(dst));
 	if (!t->top_known) {
 		t->top = me.dst_st;
 		t->top_known = true;
@@ -303,7 +325,7 @@ static int cp_node(struct cp_tree *t, struct cp_level *up, const char *name)
 {
 	bool follow = t->opts->deref == CP_DEREF_ALWAYS;
 	char *sp = join(up->src_path, name), *dp = join(up->dst_path, name);
-	struct cp_at src = { up->src, name, sp }, dst = { up->dst, name, dp };
+	struct cp_at src = { up->src, name, sp, false }, dst = { up->dst, name, dp, up->fresh };
 	struct stat st;
 	int rc = -1;
 
@@ -343,7 +365,7 @@ static bool into_itself(const char *src, const char *dst)
 int cp_top(const struct cp_opts *o, const char *src, const char *dst)
 {
 	struct cp_tree t = { .opts = o, .top_src = src, .top_dst = dst };
-	const struct cp_at s = { AT_FDCWD, src, src }, d = { AT_FDCWD, dst, dst };
+	const struct cp_at s = { AT_FDCWD, src, src, false }, d = { AT_FDCWD, dst, dst, false };
 	bool follow = o->deref != CP_DEREF_NEVER;
 	struct rlimit rl;
 	struct stat st;

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "endpoint.h"
+#include "path.h"
 #include "psplice.h"
 
 /* -1 when the fd cannot answer (EBADF: an O_PATH fd), so that the guess
@@ -183,4 +184,20 @@ int ps__unusable(const struct ps_endpoint *in, const struct ps_endpoint *out)
 	if (!ps__writable(out))
 		return PSPLICE_SIDE_OUT;
 	return PSPLICE_SIDE_NONE;
+}
+
+bool ps__refused(const struct ps_refusal *r, const struct ps_xfer *x)
+{
+	return r->set && r->in == x->in->dev && r->out == x->out->dev;
+}
+
+void ps__refuse(struct ps_refusal *r, const struct ps_xfer *x)
+{
+	*r = (struct ps_refusal){ .in = x->in->dev, .out = x->out->dev, .set = true };
+}
+
+void ps__refuse_exdev(struct ps_refusal *r, const struct ps_xfer *x, int err)
+{
+	if (err == EXDEV && x->in->dev != x->out->dev)
+		ps__refuse(r, x);
 }

@@ -50,4 +50,21 @@ PS_HIDDEN ssize_t ps__path_readwrite(struct ps_xfer *x);
  * internal pipe, a pair's and a tee's pending bytes fall back on it too. */
 PS_HIDDEN bool ps__splice_refused(ssize_t r);
 
+/* A pair of filesystems a path cannot serve, whatever the files: the last
+ * such pair, kept per path and per thread, is not asked again, where a
+ * tree of small files would ask once a file for nothing. Refusals that may
+ * differ from file to file (a range, EINVAL) are never kept. Should a
+ * filesystem go and another be mounted under its device number, files
+ * between the two go by a later path, byte for byte the same. */
+struct ps_refusal {
+	dev_t in, out;
+	bool set;
+};
+PS_HIDDEN bool ps__refused(const struct ps_refusal *r, const struct ps_xfer *x);
+PS_HIDDEN void ps__refuse(struct ps_refusal *r, const struct ps_xfer *x);
+/* EXDEV between two devices: two filesystems, which stay two. (One
+ * filesystem on two mounts answered EXDEV before Linux 5.18, for two
+ * mounts of it, not for its files: one device is never kept.) */
+PS_HIDDEN void ps__refuse_exdev(struct ps_refusal *r, const struct ps_xfer *x, int err);
+
 #endif

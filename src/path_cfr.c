@@ -11,6 +11,10 @@
 #include "sys.h"
 
 static atomic_bool cfr_missing; /* ENOSYS once: never ask again */
+/* Two filesystems that cannot copy between them (EXDEV, the kernel's
+ * answer since Linux 5.19 but where one filesystem does it for another,
+ * as NFS and CIFS servers may) say so for every file alike. */
+static __thread struct ps_refusal refused;
 
 /* Errnos that mean "not for this pair", after which another path may try:
  * cross-filesystem (EXDEV: before Linux 5.3, libuv/libuv#3108; again
@@ -45,11 +49,14 @@ ssize_t ps__path_cfr(struct ps_xfer *x)
 		return ps_not_here(EINVAL);
 	if (atomic_load_explicit(&cfr_missing, memory_order_relaxed))
 		return ps_not_here(ENOSYS);
+	if (ps__refused(&refused, x))
+		return ps_not_here(EXDEV);
 	n = ps_copy_file_range(x->in->fd, x->off_in ? &oi : NULL, x->out->fd,
 			       x->off_out ? &oo : NULL, len);
 	if (n < 0) {
 		if (n == -ENOSYS)
 			atomic_store_explicit(&cfr_missing, true, memory_order_relaxed);
+		ps__refuse_exdev(&refused, x, (int)-n);
 		/* An O_DIRECT input's last block is shorter than the block
 		 * size: the kernel refuses the direct read before it reads a
 		 * byte (EINVAL), where read(2) and sendfile return the short

@@ -19,6 +19,13 @@ static int64_t pos_of(int fd, const int64_t *off)
 	return off ? *off : ps_lseek(fd, 0, SEEK_CUR);
 }
 
+/* A filesystem without reflinks refuses every file alike with
+ * EOPNOTSUPP (ext4, tmpfs, XFS made without reflink; NFS and CIFS for a
+ * server that cannot), as two filesystems refuse with EXDEV: remembered
+ * (ps__refused), so that a tree of small files does not ask once a file
+ * for nothing. */
+static __thread struct ps_refusal refused;
+
 /* Errnos that mean "no sharing for this pair": the next path copies. */
 static bool clone_falls_back(int err)
 {
@@ -80,7 +87,8 @@ ssize_t ps__path_clone(struct ps_xfer *x)
 {
 	int64_t si, so, size, n;
 
-	if (x->in->kind != PS_K_FILE || x->out->kind != PS_K_FILE || ps__append(x->out))
+	if (x->in->kind != PS_K_FILE || x->out->kind != PS_K_FILE || ps__refused(&refused, x) ||
+	    ps__append(x->out))
 		return ps_not_here(EOPNOTSUPP);
 	si = pos_of(x->in->fd, x->off_in);
 	so = pos_of(x->out->fd, x->off_out);
@@ -96,6 +104,9 @@ ssize_t ps__path_clone(struct ps_xfer *x)
 	if (size <= 0)
 		return ps_not_here(EOPNOTSUPP);
 	n = clone_range(x, si, so, size);
+	if (n == -EOPNOTSUPP)
+		ps__refuse(&refused, x);
+	ps__refuse_exdev(&refused, x, (int)-n);
 	if (n < 0)
 		return clone_falls_back((int)-n) ? ps_not_here((int)-n) :
 		       ps__fail(x, (int)-n, ps__side_of(x, (int)-n));

@@ -33,6 +33,10 @@ check)
 	want systemd-socket-activate systemd
 	# t_cli_exec.sh links a static program (cc -static wants libc.a).
 	[ -e "$(gcc -print-file-name=libc.a)" ] || need="$need libc6-dev"
+	# t_cli_cptree.sh and t_cli_cpopts.sh compare ACLs and extended
+	# attributes of copies.
+	want setfacl acl
+	want setfattr attr
 	# t_cli_completion.sh drives the completion with bash-completion's helpers.
 	[ -r /usr/share/bash-completion/bash_completion ] || need="$need bash-completion"
 	# The fuzzers: clang's libFuzzer (libclang-rt-14-dev) and llvm-cov.

@@ -350,6 +350,42 @@ static void no_reflink(const char *dir)
 	unlink(dst);
 }
 
+/* After a filesystem without reflink refused a clone (no_reflink), which
+ * the engine remembers so as not to ask it once a file, files on XFS are
+ * shared still: the refusal is that filesystem's alone. And the one that
+ * refused still refuses, by the same error. */
+static void refusal_apart(const char *dir)
+{
+	const char *a = on_xfs("again"), *b = on_xfs("again.clone");
+	char src[4200], dst[4200];
+	int in = t_make_file(a, ODD, 25), out = create(b), pin, pout;
+	struct psplice_result r;
+
+	snprintf(src, sizeof(src), "%s/plain2", dir);
+	snprintf(dst, sizeof(dst), "%s/plain2.out", dir);
+	pin = t_make_file(src, 4096, 26);
+	pout = create(dst);
+	T_EQ(psplice_copy(pin, NULL, pout, NULL, PSPLICE_TO_EOF, PSPLICE_F_REFLINK, &r), 0);
+	T_EQ(r.method, PSPLICE_METHOD_COPY_FILE_RANGE);
+
+	T_EQ(psplice_copy(in, NULL, out, NULL, PSPLICE_TO_EOF, PSPLICE_F_REFLINK, &r), 0);
+	T_RESULT(r, 0, PSPLICE_SIDE_NONE, ODD, ODD);
+	T_EQ(r.method, PSPLICE_METHOD_CLONE);
+	T_OK(fsync(out));
+	assert_shared(out, 0, ODD);
+
+	T_OK(ftruncate(pout, 0));
+	T_EQ(psplice_copy(pin, &(int64_t){ 0 }, pout, &(int64_t){ 0 }, PSPLICE_TO_EOF,
+			  PSPLICE_F_REFLINK_ONLY, &r), -1);
+	T_RESULT(r, EOPNOTSUPP, PSPLICE_SIDE_NONE, 0, 0);
+	close(in);
+	close(out);
+	close(pin);
+	close(pout);
+	unlink(src);
+	unlink(dst);
+}
+
 int main(int argc, char **argv)
 {
 	const char *dir = t_dir(argc, argv);
@@ -369,6 +405,7 @@ int main(int argc, char **argv)
 		dir = t_tmpfs_dir();
 	T_ASSERT(dir != NULL);
 	no_reflink(dir);
+	refusal_apart(dir);
 	unmount();
 	return T_PASS;
 }
