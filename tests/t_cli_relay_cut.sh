@@ -88,7 +88,8 @@ def target(mode, where, portfile, countfile, n):
     ready(countfile, str(got))
 
 # The client: sends n bytes (and its end of stream, with "shut"), waits
-# `wait` seconds, then reads until the end. Says "fin BYTES" or "rst BYTES".
+# `wait` seconds, then reads until the end. Says "fin BYTES" or "rst BYTES";
+# its port goes to c.port.
 def client(port, n, shut, wait, startedfile):
     for i in range(100):
         try:
@@ -96,6 +97,7 @@ def client(port, n, shut, wait, startedfile):
             break
         except ConnectionRefusedError:
             time.sleep(0.1)
+    ready("c.port", str(c.getsockname()[1]))
     if n:
         c.sendall(b"c" * n)
     if shut == "shut":
@@ -125,13 +127,15 @@ def record(path, *fields):
         sys.exit("no record in " + path)
     for l in lines:
         o = json.loads(l.decode("utf-8", "surrogateescape"))
+    out = []
     for f in fields:
         v = o[f]
         if isinstance(v, list):
             v = ",".join(v)
         elif isinstance(v, bool):
             v = str(v).lower()
-        print("%s=%s" % (f, v))
+        out.append("%s=%s" % (f, v))
+    print(" ".join(out))
 
 # The record's start is RFC 3339 UTC with milliseconds, within the last
 # minute, and its duration a number of seconds no longer than that.
@@ -185,10 +189,12 @@ stop_relay() {
 	kill -TERM $rpid 2>/dev/null
 	gone $rpid 20 || fail "$1" "the relay did not end after SIGTERM"
 }
-# field LINE NAME WANT: the last record in log.json says it.
-field() {
-	got=$(python3 peer.py record log.json "$2") || fail "$1" "not JSON: $(cat log.json)"
-	is "$1" "$2=$3" "$got"
+# fields LINE NAME=WANT...: the last record in log.json says these.
+fields() {
+	l=$1; shift
+	got=$(python3 peer.py record log.json $(printf '%s\n' "$@" | sed 's/=.*//')) ||
+		fail "$l" "not JSON: $(cat log.json)"
+	is "$l" "$*" "$got"
 }
 
 # Clean both ways: the client sends 1 MB and its end, the target reads it
@@ -201,15 +207,7 @@ is $LINENO "fin 3000000" "$got"
 wait_for t.count . || fail $LINENO "the target did not end"
 is $LINENO 1000000 "$(cat t.count)"
 wait_for log.json . || fail $LINENO "no record: $(cat r1.log)"
-field $LINENO bytes_to_target 1000000
-field $LINENO bytes_to_client 3000000
-field $LINENO end fin
-field $LINENO side client
-field $LINENO reset false
-field $LINENO errno None
-field $LINENO client "127.0.0.1:$(python3 -c 'import json,sys; print(json.loads(open("log.json").readline())["client"].split(":")[1])')"
-field $LINENO target "127.0.0.1:$tport"
-field $LINENO method splice_pipe
+fields $LINENO bytes_to_target=1000000 bytes_to_client=3000000 end=fin side=client reset=false errno=None client=127.0.0.1:$(cat c.port) target="127.0.0.1:$tport" method=splice_pipe
 is $LINENO ok "$(python3 peer.py times log.json)"
 stop_relay $LINENO
 # JSON mode: no text line for the connection on standard error.
@@ -235,12 +233,7 @@ relay r3.log --log-format=json --log=log.json 127.0.0.1:0 127.0.0.1:$tport
 got=$(timeout 60 python3 peer.py client $rport 1000 open 0 -)
 is $LINENO rst "${got% *}"
 wait_for log.json '"id":1,.*"end":"rst"' || fail $LINENO "no record: $(cat log.json)"
-field $LINENO end rst
-field $LINENO side target
-field $LINENO op read
-field $LINENO errno ECONNRESET
-field $LINENO reset true
-field $LINENO bytes_to_target 1000
+fields $LINENO end=rst side=target op=read errno=ECONNRESET reset=true bytes_to_target=1000
 stop_relay $LINENO
 
 # SIGTERM with a connection streaming: at the drain timeout, a reset.
@@ -254,9 +247,7 @@ gone $rpid 20 || fail $LINENO "the relay did not end at its drain timeout"
 wait $cpid
 is $LINENO rst "$(cut -d' ' -f1 c4.out)"
 grep '^{' r4.log >log.json
-field $LINENO end drain_timeout
-field $LINENO side relay
-field $LINENO reset true
+fields $LINENO end=drain_timeout side=relay reset=true
 
 # An idle timeout while bytes wait for a client that does not read: the
 # client, reading at last, gets what arrived and then a reset.
@@ -265,7 +256,7 @@ relay r5.log --log-format=json --log=log.json --idle-timeout=1 127.0.0.1:0 127.0
 got=$(timeout 60 python3 peer.py client $rport 0 open 3 -)
 is $LINENO rst "${got% *}"
 wait_for log.json '"id":1,.*"end":"idle_timeout"' || fail $LINENO "no record: $(cat log.json)"
-field $LINENO reset true
+fields $LINENO reset=true
 [ "$(python3 peer.py record log.json lost_to_client)" != lost_to_client=0 ] ||
 	fail $LINENO "nothing held at the idle timeout: $(cat log.json)"
 stop_relay $LINENO
