@@ -185,9 +185,17 @@ target() {
 	wait_for t.port . || fail $LINENO "the target did not start"
 	tport=$(cat t.port)
 }
+# stop_relay LINE: SIGTERM, and the relay ends 0 with no sanitizer report.
 stop_relay() {
 	kill -TERM $rpid 2>/dev/null
 	gone $rpid 20 || fail "$1" "the relay did not end after SIGTERM"
+	wait $rpid; rc=$?
+	clean_log "$1" "$log"
+	rc_is "$1" 0
+}
+clean_log() {
+	! grep -q -E "ThreadSanitizer|AddressSanitizer|LeakSanitizer|runtime error" "$2" ||
+		fail "$1" "sanitizer report: $(grep -A20 -E 'Sanitizer|runtime error' "$2" | head -40)"
 }
 # fields LINE NAME=WANT...: the last record in log.json says these.
 fields() {
@@ -219,6 +227,7 @@ target reset 127.0.0.1:0 100000
 # Without -v the relay does not say its port: it is given one that was
 # free a moment ago, and the client tries until it listens.
 rport=$(python3 -c "import socket; s=socket.socket(); s.bind(('127.0.0.1',0)); print(s.getsockname()[1])")
+log=r2.log
 "$P" relay -j 1 127.0.0.1:$rport 127.0.0.1:$tport 2>r2.log &
 rpid=$!; pids="$pids $rpid"
 got=$(timeout 60 python3 peer.py client $rport 1000 open 0 -)
@@ -244,6 +253,9 @@ cpid=$!; pids="$pids $cpid"
 wait_for started . || fail $LINENO "the stream did not start"
 kill -TERM $rpid
 gone $rpid 20 || fail $LINENO "the relay did not end at its drain timeout"
+wait $rpid; rc=$?
+clean_log $LINENO r4.log
+rc_is $LINENO 0
 wait $cpid
 is $LINENO rst "$(cut -d' ' -f1 c4.out)"
 grep '^{' r4.log >log.json
