@@ -5,6 +5,7 @@
  * psplice pair, prepared once when it is set up, and moves with
  * psplice_pair_move(PSPLICE_F_NONBLOCK) (relay_conn.c). */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <poll.h>
@@ -21,7 +22,7 @@
 #include "relay.h"
 
 enum { OPT_MAX_CONNS = 0x200, OPT_IDLE, OPT_CONNECT, OPT_DRAIN, OPT_STATS, OPT_COPY,
-       OPT_LOWAT, OPT_NAGLE, OPT_REUSEPORT, OPT_UNIX_MODE };
+       OPT_LOWAT, OPT_NAGLE, OPT_REUSEPORT, OPT_UNIX_MODE, OPT_LOG_FORMAT, OPT_LOG };
 
 static const struct option longopts[] = {
 	{ "jobs", required_argument, NULL, 'j' },
@@ -35,6 +36,8 @@ static const struct option longopts[] = {
 	{ "nagle", no_argument, NULL, OPT_NAGLE },
 	{ "reuseport", no_argument, NULL, OPT_REUSEPORT },
 	{ "unix-mode", required_argument, NULL, OPT_UNIX_MODE },
+	{ "log-format", required_argument, NULL, OPT_LOG_FORMAT },
+	{ "log", required_argument, NULL, OPT_LOG },
 	{ "verbose", no_argument, NULL, 'v' },
 	CLI_COMMON_LONGOPTS
 };
@@ -282,9 +285,17 @@ static int mode_arg(const struct cli_cmd *cmd, const char *s)
 	return (int)m;
 }
 
+/* --log-format=text (the lines of old) or json (a record per connection). */
+static bool json_arg(const struct cli_cmd *cmd, const char *s)
+{
+	if (strcmp(s, "text") && strcmp(s, "json"))
+		cli_usage_error(cmd, "invalid --log-format %s (want text or json)", cli_quote(s));
+	return !strcmp(s, "json");
+}
+
 /* The options into r; --jobs is returned, 0 when not given. */
 static uint64_t parse_options(const struct cli_cmd *cmd, int argc, char **argv,
-			      struct relay *r)
+			      struct relay *r, const char **log)
 {
 	uint64_t jobs = 0;
 	int c;
@@ -309,6 +320,8 @@ static uint64_t parse_options(const struct cli_cmd *cmd, int argc, char **argv,
 		case OPT_NAGLE: r->nagle = true; break;
 		case OPT_REUSEPORT: r->reuseport = true; break;
 		case OPT_UNIX_MODE: r->unix_mode = mode_arg(cmd, optarg); break;
+		case OPT_LOG_FORMAT: r->json = json_arg(cmd, optarg); break;
+		case OPT_LOG: *log = optarg; break;
 		case 'v': r->verbose = true; break;
 		default: cli_common_option(cmd, c);
 		}
@@ -353,12 +366,20 @@ static void parse_operands(const struct cli_cmd *cmd, int argc, char **argv,
 static int relay_main(const struct cli_cmd *cmd, int argc, char **argv)
 {
 	struct relay r = { .connect_ms = 10000, .drain_ms = 10000, .unix_mode = -1,
+			   .log_fd = STDERR_FILENO,
 			   .accept_failed = { .lock = PTHREAD_MUTEX_INITIALIZER, .what = "accept" } };
-	uint64_t jobs = parse_options(cmd, argc, argv, &r);
+	const char *log = NULL;
+	uint64_t jobs = parse_options(cmd, argc, argv, &r, &log);
 
 	parse_operands(cmd, argc, argv, &r);
 	if (cli_parse_only)
 		return 0;
+	/* O_APPEND: each record one write(2) at the end, whole even when
+	 * another relay or a rotation tool writes the same file. */
+	if (log && (r.log_fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0666)) < 0) {
+		cli_error(errno, "cannot open %s", cli_quote(log));
+		return 1;
+	}
 	if (!jobs) {
 		long n = sysconf(_SC_NPROCESSORS_ONLN);
 
@@ -379,6 +400,8 @@ const struct cli_cmd cli_cmd_relay = {
 	"LISTEN_FDS), every one served.\n"
 	"A half-close is passed on; SIGTERM, SIGINT or SIGHUP stops accepting and lets open\n"
 	"connections finish, a second one stops at once; SIGUSR1 prints the counters.\n"
+	"A connection the relay ends before its streams did (a peer's error, the drain\n"
+	"timeout, an idle timeout that drops bytes) is reset on both sides, not closed.\n"
 	"\n"
 	"  -j, --jobs=N             worker threads (default: number of CPUs)\n"
 	"      --max-conns=N        accept no more than N open connections (0: no limit)\n"
@@ -395,6 +418,12 @@ const struct cli_cmd cli_cmd_relay = {
 	"      --reuseport          share LISTEN with another process listening there\n"
 	"                           (SO_REUSEPORT); without it, that is refused\n"
 	"      --unix-mode=MODE     the mode of a unix LISTEN socket (octal, e.g. 660)\n"
+	"      --log-format=FORMAT  text (default): a line for each connection that\n"
+	"                           fails or is cut; json: an object for each closed\n"
+	"                           connection (addresses, start, duration, bytes,\n"
+	"                           how it ended, the mechanism)\n"
+	"      --log=FILE           the connections' records to FILE (appended), not\n"
+	"                           standard error\n"
 	"  -v, --verbose            log each connection's open and close with byte counts\n"
 	"\n"
 	"Examples: " CLI_NAME " relay -v 127.0.0.1:8080 127.0.0.1:80\n"

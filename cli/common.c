@@ -18,18 +18,19 @@
 
 #include "common.h"
 
-/* Set when a message could not be written whole: the exit check fails
- * the command for it, as stdio's error flag did before messages bypassed
- * stdio. Any thread may set it. */
+/* Set when a message (or a relay's log record) could not be written
+ * whole: the exit check fails the command for it, as stdio's error flag
+ * did before messages bypassed stdio. Any thread may set it. */
 static atomic_bool stderr_lost;
 
-/* Write all of buf to standard error. */
-static void put_stderr(const char *buf, size_t len)
+/* Write all of buf to fd (standard error, or a log file), in one write(2)
+ * unless it is cut short. */
+void cli_put(int fd, const char *buf, size_t len)
 {
 	ssize_t n;
 
 	while (len) {
-		n = write(STDERR_FILENO, buf, len);
+		n = write(fd, buf, len);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0) {
@@ -69,7 +70,7 @@ static void line_add(struct line *l, const char *fmt, ...)
  * one write(2): stdio writes the pieces of a line in several, and relay
  * workers reporting at once tore each other's lines. A message too long for
  * the stack goes through the heap; without the memory, it is cut. */
-static void say(int err, const char *fmt, va_list ap)
+static void say(int fd, int err, const char *fmt, va_list ap)
 {
 	char small[1024], why[256];
 	const char *reason = err ? strerror_r(err, why, sizeof(why)) : "";
@@ -91,7 +92,7 @@ static void say(int err, const char *fmt, va_list ap)
 	if (err)
 		line_add(&l, ": %s", reason);
 	l.buf[l.len++] = '\n';
-	put_stderr(l.buf, l.len);
+	cli_put(fd, l.buf, l.len);
 	if (l.buf != small)
 		free(l.buf);
 	errno = saved;
@@ -104,7 +105,7 @@ void cli_error(int err, const char *fmt, ...)
 	/* What was printed before the error comes before it. */
 	fflush(stdout);
 	va_start(ap, fmt);
-	say(err, fmt, ap);
+	say(STDERR_FILENO, err, fmt, ap);
 	va_end(ap);
 }
 
@@ -113,7 +114,16 @@ void cli_say(const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	say(0, fmt, ap);
+	say(STDERR_FILENO, 0, fmt, ap);
+	va_end(ap);
+}
+
+void cli_say_to(int fd, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	say(fd, 0, fmt, ap);
 	va_end(ap);
 }
 

@@ -79,6 +79,11 @@ void cli_usage_error(const struct cli_cmd *cmd, const char *fmt, ...)
 void cli_error(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* "psplice: MSG" on stderr, in one write(2); errno is kept. */
 void cli_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The same line on fd (a log file opened O_APPEND). */
+void cli_say_to(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* buf, a whole line, written to fd; a write that fails fails the command
+ * at exit, as a lost message does. */
+void cli_put(int fd, const char *buf, size_t len);
 /* name in single quotes, control characters shown as '?'. Storage of the
  * calling thread's, a few calls may be live at once. */
 const char *cli_quote(const char *name);

@@ -1,7 +1,8 @@
 /* psplice relay: what its files share. cmd_relay.c reads the options and
  * runs the main thread (signals, stats, the end); relay_worker.c runs each
  * worker's event loop; relay_conn.c moves one connection; relay_net.c makes
- * the sockets, relay_activate.c takes those a service manager passed. */
+ * the sockets, relay_activate.c takes those a service manager passed;
+ * relay_log.c writes each connection's record. */
 #ifndef CLI_RELAY_H
 #define CLI_RELAY_H
 
@@ -48,6 +49,8 @@ struct relay {
 	char **listen_names;             /* LISTEN_FDNAMES, one a listener; or NULL */
 	int unix_mode;                   /* a unix listener's mode; -1: the umask's */
 	bool verbose;
+	bool json;                       /* --log-format=json */
+	int log_fd;                      /* --log's file; standard error */
 	atomic_bool draining;
 	atomic_uint_fast64_t open, total, ids, bytes[2];
 	atomic_int_fast64_t pending[2];  /* held by the pairs, per direction */
@@ -74,6 +77,27 @@ struct dir {
 	enum dir_state state;
 	uint64_t bytes;      /* delivered */
 	uint64_t pending;    /* taken from in, held by the pair for out */
+	unsigned int methods; /* 1 << each psplice_method that moved bytes */
+};
+
+/* How a connection ended, for its reset and its record. */
+enum end_how {
+	END_FIN,         /* both directions ended by their sender */
+	END_RST,         /* a peer reset it (ECONNRESET) */
+	END_ERROR,       /* another error reading or writing a peer */
+	END_IDLE,        /* --idle-timeout */
+	END_DRAIN,       /* --drain-timeout after a stop signal */
+	END_CONNECT,     /* TARGET could not be reached */
+	END_SETUP        /* the pairs could not be prepared */
+};
+
+enum end_side { SIDE_RELAY, SIDE_CLIENT, SIDE_TARGET };
+
+struct ending {
+	enum end_how how;
+	enum end_side side;  /* whose error, whose FIN came first */
+	bool reading;        /* the error came reading from side, not writing */
+	int err;
 };
 
 struct conn {
@@ -85,7 +109,10 @@ struct conn {
 	bool dead;           /* closed; freed after this batch of events */
 	uint64_t id;
 	int64_t deadline;    /* connect timeout, then idle timeout */
-	char peer[80];
+	enum end_side first_fin; /* whose end of stream came first */
+	int64_t start_ns;    /* CLOCK_REALTIME, with --log-format=json */
+	int64_t start_mono;  /* cli_now_ns(), the same */
+	char peer[128];      /* "unix:" and a whole sun_path */
 };
 
 struct worker {
@@ -133,8 +160,12 @@ void *worker_main(void *arg);
 /* relay_conn.c */
 void conn_open(struct worker *w, int cfd, const struct sockaddr *sa, socklen_t len);
 void conn_event(struct worker *w, struct conn *c, struct handle *h);
-void conn_close(struct worker *w, struct conn *c, const char *how, int err);
+void conn_close(struct worker *w, struct conn *c, const struct ending *e);
 void connect_failed(struct worker *w, struct conn *c, int err);
 void try_connect(struct worker *w, struct conn *c);
+
+/* relay_log.c */
+void log_open(struct relay *r, struct conn *c);
+void log_close(struct relay *r, const struct conn *c, const struct ending *e, bool cut);
 
 #endif

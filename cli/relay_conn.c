@@ -14,27 +14,6 @@
 
 const char *const relay_dir_name[2] = { "client->target", "target->client" };
 
-static void log_close(struct worker *w, struct conn *c, const char *how, int err)
-{
-	bool failed = how != NULL;
-	char lost[2][64] = { "", "" }, why[256];
-	int i;
-
-	if (!failed && !w->r->verbose)
-		return;
-	/* Bytes taken from one side that never reached the other are named:
-	 * a failed connection says exactly what went where. */
-	for (i = 0; i < 2; i++)
-		if (c->d[i].pending)
-			snprintf(lost[i], sizeof(lost[i]), " (%" PRIu64 " more read, not delivered)",
-				 c->d[i].pending);
-	/* strerror_r: workers report at once. */
-	cli_say("relay: #%" PRIu64 " %s %s%s%s: %" PRIu64 " bytes %s%s, %" PRIu64 " bytes %s%s",
-		c->id, c->peer, failed ? how : "closed", err ? ": " : "",
-		err ? strerror_r(err, why, sizeof(why)) : "", c->d[0].bytes, relay_dir_name[0],
-		lost[0], c->d[1].bytes, relay_dir_name[1], lost[1]);
-}
-
 /* Close without a reset: a client whose data we never read would get an
  * RST from close(), so what it sent is read and dropped first (bounded). */
 static void close_gently(int fd)
@@ -48,16 +27,53 @@ static void close_gently(int fd)
 	close(fd);
 }
 
-void conn_close(struct worker *w, struct conn *c, const char *how, int err)
+/* Close with a reset (RST) rather than an end of stream (FIN): the
+ * peer's read fails with ECONNRESET, and a stream cut short cannot pass
+ * for a whole one. A unix socket has no reset: its peer reads the end. */
+static void close_reset(int fd)
 {
+	struct linger now = { .l_onoff = 1, .l_linger = 0 };
+
+	(void)setsockopt(fd, SOL_SOCKET, SO_LINGER, &now, sizeof(now));
+	close(fd);
+}
+
+/* Whether the relay ends a stream its sender had not ended, or drops
+ * bytes it took: then both sides are reset, the receiver of the cut
+ * stream so that it does not take what it got for the whole, the sender
+ * so that it knows not all of it arrived. A peer's error cuts what the
+ * other side sends or awaits; the drain timeout cuts connections still
+ * moving (one idle at that moment may be between two bursts). An idle
+ * timeout that drops nothing ends streams that were quiet for the whole
+ * timeout, as a server's own idle close does: an end of stream (FIN). */
+static bool cuts(const struct conn *c, const struct ending *e)
+{
+	if (c->connecting)
+		return false;
+	switch (e->how) {
+	case END_RST:
+	case END_ERROR:
+	case END_DRAIN: return true;
+	case END_IDLE: return c->d[0].pending || c->d[1].pending;
+	default: return false;
+	}
+}
+
+void conn_close(struct worker *w, struct conn *c, const struct ending *e)
+{
+	bool cut = cuts(c, e);
 	int i;
 
-	log_close(w, c, how, err);
+	log_close(w->r, c, e, cut);
 	if (c->connecting)
 		close_gently(c->client.fd);
+	else if (cut)
+		close_reset(c->client.fd);
 	else
 		close(c->client.fd);
-	if (c->target.fd >= 0)
+	if (c->target.fd >= 0 && cut)
+		close_reset(c->target.fd);
+	else if (c->target.fd >= 0)
 		close(c->target.fd);
 	/* What a pair still holds is handed back by psplice_pair_free: the
 	 * output is gone or stalled past its timeout, so it is dropped here,
@@ -109,7 +125,7 @@ static void connected(struct worker *w, struct conn *c)
 
 	c->connecting = false;
 	if (err < 0) {
-		conn_close(w, c, "cannot relay", -err);
+		conn_close(w, c, &(struct ending){ .how = END_SETUP, .err = -err });
 		return;
 	}
 	c->d[0].state = D_READ;
@@ -122,7 +138,7 @@ void connect_failed(struct worker *w, struct conn *c, int err)
 {
 	cli_error(err, "relay: #%" PRIu64 " %s: cannot connect to %s", c->id, c->peer,
 		  cli_quote(w->r->target.text));
-	conn_close(w, c, NULL, 0);
+	conn_close(w, c, &(struct ending){ .how = END_CONNECT, .side = SIDE_TARGET, .err = err });
 }
 
 /* TCP completes in the loop (EPOLLOUT). A unix listener whose queue is full
@@ -173,8 +189,7 @@ void conn_open(struct worker *w, int cfd, const struct sockaddr *sa, socklen_t l
 	w->head.next = c;
 	w->nconns++;
 	c->connecting = true;
-	if (r->verbose)
-		cli_say("relay: #%" PRIu64 " %s open", c->id, c->peer);
+	log_open(r, c);
 
 	tfd = socket(r->target.ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (tfd < 0) {
@@ -221,31 +236,31 @@ static void count(struct worker *w, struct conn *c, struct dir *d,
 				 (int_fast64_t)res->in_bytes - (int_fast64_t)res->out_bytes);
 	if (res->method == PSPLICE_METHOD_READWRITE)
 		atomic_fetch_add(&w->r->copied, res->out_bytes);
+	/* For the record: the paths the engine took, from the result. */
+	if (res->in_bytes || res->out_bytes)
+		d->methods |= 1u << (res->method & 31);
 }
 
-/* Why a direction stopped, for the report. */
-struct failure {
-	const char *how;
-	int err;
-};
-
-static void fail_on(struct failure *f, struct conn *c, struct handle *h, bool reading,
-		    int err)
+static enum end_side side_of(const struct conn *c, const struct handle *h)
 {
-	static const char *const how[2][2] = {
-		{ "error writing to client", "error writing to target" },
-		{ "error reading from client", "error reading from target" },
-	};
+	return h == &c->target ? SIDE_TARGET : SIDE_CLIENT;
+}
 
-	f->how = how[reading][h == &c->target];
-	f->err = err;
+/* Why a direction stopped: a reset by the peer, or another error. */
+static void fail_on(struct ending *e, const struct conn *c, const struct handle *h,
+		    bool reading, int err)
+{
+	e->how = err == ECONNRESET ? END_RST : END_ERROR;
+	e->side = side_of(c, h);
+	e->reading = reading;
+	e->err = err;
 }
 
 /* Move one direction until it would block, ends, fails or used its
  * budget. -1 when the connection must close (f says why). What the output
  * cannot take stays in the pair, in its pipe, and goes out first when the
  * output has room: the relay never copies a byte itself. */
-static int pump(struct worker *w, struct conn *c, struct dir *d, struct failure *f)
+static int pump(struct worker *w, struct conn *c, struct dir *d, struct ending *f)
 {
 	struct psplice_result res;
 	int i;
@@ -264,6 +279,8 @@ static int pump(struct worker *w, struct conn *c, struct dir *d, struct failure 
 			 * direction keeps flowing. */
 			shutdown(d->out->fd, SHUT_WR);
 			d->state = D_DONE;
+			if (c->first_fin == SIDE_RELAY)
+				c->first_fin = side_of(c, d->in);
 			return 0;
 		}
 		if (res.error == EINTR)
@@ -283,7 +300,7 @@ static int pump(struct worker *w, struct conn *c, struct dir *d, struct failure 
 
 void conn_event(struct worker *w, struct conn *c, struct handle *h)
 {
-	struct failure f = { NULL, 0 };
+	struct ending f = { .how = END_FIN };
 	int i;
 
 	if (c->dead)
@@ -298,12 +315,12 @@ void conn_event(struct worker *w, struct conn *c, struct handle *h)
 
 		if ((d->state == D_READ && d->in == h) || (d->state == D_WRITE && d->out == h))
 			if (pump(w, c, d, &f) < 0) {
-				conn_close(w, c, f.how, f.err);
+				conn_close(w, c, &f);
 				return;
 			}
 	}
 	if (c->d[0].state == D_DONE && c->d[1].state == D_DONE) {
-		conn_close(w, c, NULL, 0);
+		conn_close(w, c, &(struct ending){ .how = END_FIN, .side = c->first_fin });
 		return;
 	}
 	update_interest(w, c);

@@ -183,7 +183,7 @@ static void sweep(struct worker *w)
 			if (c->connecting)
 				connect_failed(w, c, ETIMEDOUT);
 			else
-				conn_close(w, c, "idle timeout", 0);
+				conn_close(w, c, &(struct ending){ .how = END_IDLE });
 			continue;
 		}
 		if (c->retry_at && c->retry_at <= now) {
@@ -268,7 +268,8 @@ void *worker_main(void *arg)
 		now = now_ms();
 		if (w->drain_end != NEVER && now >= w->drain_end) {
 			while (w->head.next != &w->head)
-				conn_close(w, w->head.next, "closed at drain timeout", 0);
+				conn_close(w, w->head.next,
+					   &(struct ending){ .how = END_DRAIN });
 			break;
 		}
 		if (now >= w->next_check)
