@@ -195,7 +195,7 @@ check-asan:
 		sh tests/run.sh build-asan
 
 # The command too, for the relay's worker threads (CLI_TSAN_TESTS).
-CLI_TSAN_TESTS := t_cli_relay_msg.sh t_cli_relay_act.sh
+CLI_TSAN_TESTS := t_cli_relay_msg.sh t_cli_relay_act.sh t_cli_cpwalk.sh
 check-tsan:
 	$(Q)$(MAKE) --no-print-directory BUILD=build-tsan CC=gcc SAN="-fsanitize=thread" \
 		OPT="-O1 -g" build-tsan/tests/t_threads build-tsan/tests/t_pending \
