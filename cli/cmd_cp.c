@@ -329,7 +329,7 @@ static void cp_parse(const struct cli_cmd *cmd, int argc, char **argv, struct cp
 	struct parse p = { .cmd = cmd, .a = a, .suffix = getenv("SIMPLE_BACKUP_SUFFIX") };
 	int c;
 
-	*a = (struct cp_args){ .opts.jobs = CP_JOBS_DEFAULT };
+	*a = (struct cp_args){ 0 };
 	while ((c = getopt_long(argc, argv, "abdfHij:lLnpPrRsS:t:Tuvx", longopts, NULL)) != -1)
 		if (!opt_what(&p, c) && !opt_tree(&p, c) && !opt_keep(&p, c) &&
 		    !opt_data(&p, c))
@@ -409,6 +409,9 @@ const struct cli_cmd cli_cmd_cp = {
 	"                     remove it and try again\n"
 	"  -i, --interactive  ask before overwriting (on stderr, read on stdin)\n"
 	"  -H                 follow symbolic links given as SOURCE\n"
+	"  -j, --jobs=N       with -r, copy a tree in N threads (default "
+	CP_JOBS_DEFAULT_TEXT ", 1 from\n"
+	"                     tmpfs); one walks it with -i, -v and --progress\n"
 	"  -l, --link         hard link files instead of copying\n"
 	"  -L, --dereference  always follow symbolic links in SOURCE\n"
 	"  -n, --no-clobber   do not overwrite an existing DEST (and succeed)\n"

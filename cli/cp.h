@@ -16,8 +16,10 @@
 /* On a terminal, a copy of this size or more shows its progress. */
 #define CP_PROGRESS_MIN ((off_t)64 << 20)
 
-/* -j: threads that walk a tree; without -j, CP_JOBS_DEFAULT. */
+/* -j: threads that walk a tree; without -j (jobs 0), CP_JOBS_DEFAULT, or
+ * one for a tree in memory. */
 #define CP_JOBS_DEFAULT 4
+#define CP_JOBS_DEFAULT_TEXT "4"
 #define CP_JOBS_MAX 64
 
 /* --reflink=WHEN, as cp(1) */
@@ -75,7 +77,7 @@ struct cp_opts {
 	bool attrs_only;  /* --attributes-only: no data; DST's own left as it is */
 	bool strip_slashes; /* --strip-trailing-slashes, of SOURCEs into a DIRECTORY */
 	bool copy_contents; /* --copy-contents: -r reads special files as files */
-	unsigned int jobs;  /* -j: threads that walk a tree */
+	unsigned int jobs;  /* -j: threads that walk a tree; 0: not given */
 	enum cp_deref deref;
 	enum cp_link link;
 	enum cp_sparse sparse;

@@ -10,7 +10,7 @@
 
 struct cp_pool {
 	pthread_mutex_t lock;
-	pthread_cond_t cond; /* a task queued, or one done */
+	pthread_cond_t cond; /* a task queued, or a directory's last one done */
 	int (*run)(void *task);
 	/* The queue: a ring of cap tasks and who waits for each. */
 	void **tasks;
@@ -37,9 +37,11 @@ static void run_one(struct cp_pool *p)
 	pthread_mutex_lock(&p->lock);
 	if (rc < 0)
 		kids->failed = true;
-	kids->pending--;
 	p->inflight--;
-	pthread_cond_broadcast(&p->cond);
+	/* Only the directory waiting for its last task has reason to wake
+	 * (and, once the queue has held more tasks than threads, none). */
+	if (!--kids->pending)
+		pthread_cond_broadcast(&p->cond);
 }
 
 static void *worker(void *arg)
@@ -136,7 +138,9 @@ void cp_pool_push(struct cp_pool *p, void *task, struct cp_kids *kids)
 	p->owners[at] = kids;
 	p->queued++;
 	kids->pending++;
-	pthread_cond_broadcast(&p->cond);
+	/* One thread to take it: a worker, or a walk waiting for its own
+	 * tasks, which runs any meanwhile. */
+	pthread_cond_signal(&p->cond);
 	pthread_mutex_unlock(&p->lock);
 }
 

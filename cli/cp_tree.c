@@ -8,7 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include "cp.h"
@@ -453,23 +455,39 @@ static bool into_itself(const char *src, const char *dst)
  * may open are too few: then t->pool stays NULL and the walk is one
  * thread's. Half of those left once each thread has its own go to the
  * tasks, half to the walk of the top. */
-static void share_walk(struct cp_tree *t, const struct cp_opts *o, rlim_t fds)
+static void share_walk(struct cp_tree *t, const struct cp_opts *o, unsigned int jobs,
+		       rlim_t fds)
 {
-	rlim_t left = fds > 16 + (rlim_t)CP_THREAD_FDS * o->jobs ?
-			      fds - 16 - (rlim_t)CP_THREAD_FDS * o->jobs : 0;
+	rlim_t left = fds > 16 + (rlim_t)CP_THREAD_FDS * jobs ?
+			      fds - 16 - (rlim_t)CP_THREAD_FDS * jobs : 0;
 	rlim_t tasks = left / 2 / CP_TASK_FDS;
 
 	t->max_open = CP_OPEN_LEVELS;
 	if (fds / 8 < CP_OPEN_LEVELS)
 		t->max_open = fds / 8 > 1 ? (unsigned int)(fds / 8) : 1;
-	if (o->jobs < 2 || o->verbose || o->clobber == CP_INTERACTIVE || o->progress == 2 ||
+	if (jobs < 2 || o->verbose || o->clobber == CP_INTERACTIVE || o->progress == 2 ||
 	    !tasks)
 		return;
 	if (left / 8 < t->max_open)
 		t->max_open = left / 8 > 1 ? (unsigned int)(left / 8) : 1;
 	t->pool_max_open = CP_TASK_LEVELS;
-	t->pool = cp_pool_new(o->jobs - 1, tasks < 4 * o->jobs ? (unsigned int)tasks : 4 * o->jobs,
-			      run_task);
+	t->pool = cp_pool_new(jobs - 1, tasks < 4 * jobs ? (unsigned int)tasks : 4 * jobs, run_task);
+}
+
+/* Without -j: CP_JOBS_DEFAULT threads, but one for a tree in memory
+ * (tmpfs, ramfs). There is no disk to wait for: the copy is the CPU's
+ * alone, and more threads spent more of it (3 % more for a warm tree of
+ * 20,000 small files) to end sooner. */
+static unsigned int jobs_for(const struct cp_opts *o, const char *src)
+{
+	struct statfs sf;
+
+	if (o->jobs)
+		return o->jobs;
+	if (statfs(src, &sf) == 0 && ((unsigned long)sf.f_type == TMPFS_MAGIC ||
+				      (unsigned long)sf.f_type == RAMFS_MAGIC))
+		return 1;
+	return CP_JOBS_DEFAULT;
 }
 
 int cp_top(const struct cp_opts *o, const char *src, const char *dst)
@@ -499,7 +517,7 @@ int cp_top(const struct cp_opts *o, const char *src, const char *dst)
 	}
 	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur > (1u << 20))
 		rl.rlim_cur = 1u << 20;
-	share_walk(&t, o, rl.rlim_cur);
+	share_walk(&t, o, jobs_for(o, src), rl.rlim_cur);
 	/* Threads would draw their progress lines over each other's: the
 	 * one shown on a terminal for a large file is left out. */
 	if (t.pool) {

@@ -4,7 +4,8 @@
 # targets, hard links kept across directories that different threads
 # copied, holes kept) with -j 1, 2 and 4; with few descriptors (ulimit -n 32
 # and 128) too; a directory that cannot be made is said and fails the copy,
-# and all else is copied; -j 2 copies in two threads, -j 1 and -v in one.
+# and all else is copied; -j 2 copies in two threads, -j 1 and -v in one,
+# and so does a tree on tmpfs without -j, unlike one elsewhere.
 # $1 is the scratch directory, the CLI is $PSPLICE_BIN. Silent on pass, but
 # for checks it cannot make, which say why.
 [ -z "${BASH_VERSION:-}" ] && command -v bash >/dev/null && exec bash "$0" "$@"
@@ -90,6 +91,8 @@ like $LINENO e/src gnu.e/src
 # The threads: -j 2 makes directories and copies files in two of them;
 # -j 1 and -v (whose lines keep the walk's order) start none.
 if command -v strace >/dev/null && strace -f -o /dev/null true 2>/dev/null; then
+	# LeakSanitizer cannot run under ptrace.
+	export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
 	strace -f -qq -e trace=mkdirat,copy_file_range,sendfile,splice,read,clone,clone3 \
 		-o trace "$P" cp -a -j 2 src t2 2>err; rc=$?
 	rc_is $LINENO 0; like $LINENO t2 gnu
@@ -102,6 +105,23 @@ if command -v strace >/dev/null && strace -f -o /dev/null true 2>/dev/null; then
 		rc_is $LINENO 0
 		! grep -q clone trace || fail $LINENO "$opt: threads started: $(head -1 trace)"
 	done
+	# Without -j: threads, but for a tree on tmpfs.
+	threads() {
+		strace -f -qq -e trace=clone,clone3 -o trace "$P" cp -a "$1" "$2" 2>err ||
+			fail $LINENO "cp -a $1 failed: $(cat err)"
+		grep -c clone trace
+	}
+	if [ "$(stat -f -c %T .)" != tmpfs ]; then
+		[ "$(threads src t.default)" -ge 1 ] || fail $LINENO "no threads without -j"
+	fi
+	shm=$(mktemp -d /dev/shm/t_cli_cpwalk.XXXXXX 2>/dev/null)
+	if [ -n "$shm" ] && [ "$(stat -f -c %T "$shm")" = tmpfs ]; then
+		cli_cleanup() { rm -rf "$shm"; }
+		cp -a src/a0 "$shm/t" || fail $LINENO "cannot fill $shm"
+		is $LINENO 0 "$(threads "$shm/t" "$shm/c")"
+	else
+		skip "the default on tmpfs: /dev/shm is not a writable tmpfs"
+	fi
 else
 	skip "the threads: strace cannot trace here"
 fi
