@@ -194,8 +194,8 @@ check-asan:
 	$(Q)ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 		sh tests/run.sh build-asan
 
-# The command too, for the relay's worker threads (CLI_TSAN_TESTS).
-CLI_TSAN_TESTS := t_cli_relay_msg.sh t_cli_relay_act.sh t_cli_relay_cut.sh
+# The command too, for its threads: the relay's workers, cp's tree walk.
+CLI_TSAN_TESTS := t_cli_relay_msg.sh t_cli_relay_act.sh t_cli_relay_cut.sh t_cli_cpwalk.sh
 check-tsan:
 	$(Q)$(MAKE) --no-print-directory BUILD=build-tsan CC=gcc SAN="-fsanitize=thread" \
 		OPT="-O1 -g" build-tsan/tests/t_threads build-tsan/tests/t_pending \

@@ -45,6 +45,7 @@ static const struct option longopts[] = {
 	{ "parents", no_argument, NULL, OPT_PARENTS },
 	{ "one-file-system", no_argument, NULL, 'x' },
 	{ "copy-contents", no_argument, NULL, OPT_COPY_CONTENTS },
+	{ "jobs", required_argument, NULL, 'j' },
 	{ "strip-trailing-slashes", no_argument, NULL, OPT_STRIP_SLASHES },
 	{ "attributes-only", no_argument, NULL, OPT_ATTRS_ONLY },
 	{ "sparse", required_argument, NULL, OPT_SPARSE },
@@ -215,7 +216,21 @@ static bool opt_what(struct parse *p, int c)
 	return true;
 }
 
-/* Which files of a tree are copied, and what is read of them. */
+/* -j N: 1 to CP_JOBS_MAX threads. */
+static unsigned int parse_jobs(const struct cli_cmd *cmd, const char *s)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || end == s || *end || *s == '-' || !v || v > CP_JOBS_MAX)
+		cli_usage_error(cmd, "invalid --jobs %s (want 1 to %d)", cli_quote(s), CP_JOBS_MAX);
+	return (unsigned int)v;
+}
+
+/* Which files of a tree are copied, what is read of them, and by how many
+ * threads. */
 static bool opt_tree(struct parse *p, int c)
 {
 	struct cp_opts *o = &p->a->opts;
@@ -224,6 +239,7 @@ static bool opt_tree(struct parse *p, int c)
 	case 'x': o->one_fs = true; break;
 	case OPT_COPY_CONTENTS: o->copy_contents = true; break;
 	case OPT_STRIP_SLASHES: o->strip_slashes = true; break;
+	case 'j': o->jobs = parse_jobs(p->cmd, optarg); break;
 	default: return false;
 	}
 	return true;
@@ -314,7 +330,7 @@ static void cp_parse(const struct cli_cmd *cmd, int argc, char **argv, struct cp
 	int c;
 
 	*a = (struct cp_args){ 0 };
-	while ((c = getopt_long(argc, argv, "abdfHilLnpPrRsS:t:Tuvx", longopts, NULL)) != -1)
+	while ((c = getopt_long(argc, argv, "abdfHij:lLnpPrRsS:t:Tuvx", longopts, NULL)) != -1)
 		if (!opt_what(&p, c) && !opt_tree(&p, c) && !opt_keep(&p, c) &&
 		    !opt_data(&p, c))
 			cli_common_option(cmd, c);
@@ -393,6 +409,9 @@ const struct cli_cmd cli_cmd_cp = {
 	"                     remove it and try again\n"
 	"  -i, --interactive  ask before overwriting (on stderr, read on stdin)\n"
 	"  -H                 follow symbolic links given as SOURCE\n"
+	"  -j, --jobs=N       with -r, copy a tree in N threads (default "
+	CP_JOBS_DEFAULT_TEXT ", 1 from\n"
+	"                     tmpfs); one walks it with -i, -v and --progress\n"
 	"  -l, --link         hard link files instead of copying\n"
 	"  -L, --dereference  always follow symbolic links in SOURCE\n"
 	"  -n, --no-clobber   do not overwrite an existing DEST (and succeed)\n"

@@ -16,6 +16,12 @@
 /* On a terminal, a copy of this size or more shows its progress. */
 #define CP_PROGRESS_MIN ((off_t)64 << 20)
 
+/* -j: threads that walk a tree; without -j (jobs 0), CP_JOBS_DEFAULT, or
+ * one for a tree in memory. */
+#define CP_JOBS_DEFAULT 4
+#define CP_JOBS_DEFAULT_TEXT "4"
+#define CP_JOBS_MAX 64
+
 /* --reflink=WHEN, as cp(1) */
 enum cp_reflink { CP_REFLINK_AUTO, CP_REFLINK_ALWAYS, CP_REFLINK_NEVER };
 /* Which symbolic links among the SOURCEs are followed: -P, -H, -L. Unset:
@@ -71,6 +77,7 @@ struct cp_opts {
 	bool attrs_only;  /* --attributes-only: no data; DST's own left as it is */
 	bool strip_slashes; /* --strip-trailing-slashes, of SOURCEs into a DIRECTORY */
 	bool copy_contents; /* --copy-contents: -r reads special files as files */
+	unsigned int jobs;  /* -j: threads that walk a tree; 0: not given */
 	enum cp_deref deref;
 	enum cp_link link;
 	enum cp_sparse sparse;
@@ -169,11 +176,17 @@ int cp_copy_zeros(int in, int out, struct psplice_wb *wb, struct cli_copy *c);
 
 struct cp_links *cp_links_new(void);
 void cp_links_free(struct cp_links *l);
-/* The path of the copy made of st's inode, or NULL. */
-const char *cp_links_find(const struct cp_links *l, const struct stat *st);
-/* dst is the copy of st's inode. counted: forgotten once its other
- * st_nlink - 1 names were seen; else kept to the end. -1: no memory. */
-int cp_links_add(struct cp_links *l, const struct stat *st, const char *dst, bool counted);
+/* The copy of st's inode, dst, or an earlier one: 1 with *earlier the
+ * path of the copy made under another of its names (the caller's to
+ * free), waiting while it is being made; 0 with dst claimed as the copy,
+ * which the caller makes then tells cp_links_made. counted: the entry is
+ * forgotten once its other st_nlink - 1 names were seen; else kept to the
+ * end. -1: no memory. */
+int cp_links_claim(struct cp_links *l, const struct stat *st, const char *dst, bool counted,
+		   char **earlier);
+/* The copy claimed of st's inode was made (or not: then the next name
+ * claims it). */
+void cp_links_made(struct cp_links *l, const struct stat *st, bool made);
 /* One more name of st's inode was linked to its copy. */
 void cp_links_seen(struct cp_links *l, const struct stat *st);
 

@@ -2,7 +2,10 @@
  * one name got, so that its other names become links to that copy, as
  * cp -a keeps them. Only inodes with names still to come are held: an
  * entry is dropped when the last of its st_nlink names was seen, so the
- * table is as large as the links the walk has split, not the tree. */
+ * table is as large as the links the walk has split, not the tree. The
+ * threads of a walk (-j) share it under its lock: the first name of an
+ * inode claims it, and its other names wait until its copy is made. */
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,10 +18,13 @@ struct link_entry {
 	ino_t ino;
 	nlink_t left;   /* names still to come; 0: kept to the end */
 	bool counted;
+	bool making;    /* claimed: its copy is being made */
 	char *path;
 };
 
 struct cp_links {
+	pthread_mutex_t lock;
+	pthread_cond_t made; /* a claimed copy made, or given up */
 	struct link_entry **slots;
 	size_t size;    /* a power of two */
 	size_t count;
@@ -46,6 +52,8 @@ struct cp_links *cp_links_new(void)
 		free(l);
 		return NULL;
 	}
+	pthread_mutex_init(&l->lock, NULL);
+	pthread_cond_init(&l->made, NULL);
 	return l;
 }
 
@@ -64,6 +72,8 @@ void cp_links_free(struct cp_links *l)
 		}
 	}
 	free(l->slots);
+	pthread_cond_destroy(&l->made);
+	pthread_mutex_destroy(&l->lock);
 	free(l);
 }
 
@@ -74,13 +84,6 @@ static struct link_entry **lookup(const struct cp_links *l, const struct stat *s
 	while (*e && ((*e)->dev != st->st_dev || (*e)->ino != st->st_ino))
 		e = &(*e)->next;
 	return e;
-}
-
-const char *cp_links_find(const struct cp_links *l, const struct stat *st)
-{
-	struct link_entry *e = *lookup(l, st);
-
-	return e ? e->path : NULL;
 }
 
 /* Twice the slots once there are as many entries as slots. A failed
@@ -107,7 +110,19 @@ static void grow(struct cp_links *l)
 	free(old);
 }
 
-int cp_links_add(struct cp_links *l, const struct stat *st, const char *dst, bool counted)
+/* The entry of e, out of the table. */
+static void drop(struct cp_links *l, struct link_entry **at)
+{
+	struct link_entry *e = *at;
+
+	*at = e->next;
+	free(e->path);
+	free(e);
+	l->count--;
+}
+
+/* dst claimed as the copy of st's inode. -1: no memory. */
+static int add(struct cp_links *l, const struct stat *st, const char *dst, bool counted)
 {
 	struct link_entry *e = malloc(sizeof(*e)), **at;
 
@@ -118,12 +133,8 @@ int cp_links_add(struct cp_links *l, const struct stat *st, const char *dst, boo
 	e->dev = st->st_dev;
 	e->ino = st->st_ino;
 	e->counted = counted;
+	e->making = true;
 	e->left = st->st_nlink > 0 ? st->st_nlink - 1 : 0;
-	if (counted && !e->left) {
-		free(e->path);
-		free(e);
-		return 0;
-	}
 	if (l->count >= l->size)
 		grow(l);
 	at = &l->slots[slot_of(l, e->dev, e->ino)];
@@ -133,14 +144,49 @@ int cp_links_add(struct cp_links *l, const struct stat *st, const char *dst, boo
 	return 0;
 }
 
+int cp_links_claim(struct cp_links *l, const struct stat *st, const char *dst, bool counted,
+		   char **earlier)
+{
+	struct link_entry *e;
+	int rc = 0;
+
+	*earlier = NULL;
+	pthread_mutex_lock(&l->lock);
+	/* Another name's copy being made: linking to it now could find
+	 * nothing there yet, or a copy that fails and is removed. */
+	while ((e = *lookup(l, st)) && e->making)
+		pthread_cond_wait(&l->made, &l->lock);
+	if (e)
+		rc = (*earlier = strdup(e->path)) ? 1 : -1;
+	else
+		rc = add(l, st, dst, counted);
+	pthread_mutex_unlock(&l->lock);
+	return rc;
+}
+
+void cp_links_made(struct cp_links *l, const struct stat *st, bool made)
+{
+	struct link_entry **at;
+
+	pthread_mutex_lock(&l->lock);
+	at = lookup(l, st);
+	if (*at && made)
+		(*at)->making = false;
+	/* Not made (left alone, or failed): the next name tries again. With
+	 * no other name to come, there is nothing to keep. */
+	if (*at && (!made || ((*at)->counted && !(*at)->left)))
+		drop(l, at);
+	pthread_cond_broadcast(&l->made);
+	pthread_mutex_unlock(&l->lock);
+}
+
 void cp_links_seen(struct cp_links *l, const struct stat *st)
 {
-	struct link_entry **at = lookup(l, st), *e = *at;
+	struct link_entry **at;
 
-	if (!e || !e->counted || --e->left)
-		return;
-	*at = e->next;
-	free(e->path);
-	free(e);
-	l->count--;
+	pthread_mutex_lock(&l->lock);
+	at = lookup(l, st);
+	if (*at && (*at)->counted && !--(*at)->left)
+		drop(l, at);
+	pthread_mutex_unlock(&l->lock);
 }

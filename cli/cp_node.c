@@ -206,24 +206,26 @@ int cp_nondir(const struct cp_opts *o, const struct cp_at *src, const struct cp_
 		     const struct stat *st, bool follow, bool top)
 {
 	bool counted = o->deref == CP_DEREF_NEVER;
-	const char *earlier;
+	char *earlier;
 	int rc;
 
 	if (!o->links || o->link == CP_LINK_HARD ||
 	    (st->st_nlink < 2 && (o->deref == CP_DEREF_NEVER ||
 				  (o->deref == CP_DEREF_ARGS && !top))))
 		return cp_made(o, src, dst, st, follow, top);
-	earlier = cp_links_find(o->links, st);
-	if (earlier) {
-		rc = link_earlier(o, earlier, src, dst, st);
-		if (rc > 0)
-			cp_links_seen(o->links, st);
-		return rc;
-	}
-	rc = cp_made(o, src, dst, st, follow, top);
-	if (rc > 0 && cp_links_add(o->links, st, dst->path, counted) < 0) {
+	rc = cp_links_claim(o->links, st, dst->path, counted, &earlier);
+	if (rc < 0) {
 		cli_error(ENOMEM, "cannot copy %s", cli_quote(src->path));
 		return -1;
 	}
+	if (rc > 0) {
+		rc = link_earlier(o, earlier, src, dst, st);
+		if (rc > 0)
+			cp_links_seen(o->links, st);
+		free(earlier);
+		return rc;
+	}
+	rc = cp_made(o, src, dst, st, follow, top);
+	cp_links_made(o->links, st, rc > 0);
 	return rc;
 }

@@ -8,16 +8,28 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include "cp.h"
+#include "cp_pool.h"
 
 /* Levels of a tree whose two directories stay open: 64, or an eighth of
- * the descriptors we may open. Below them each level closes its parent's
+ * the descriptors we may open (with -j, of those left once each thread
+ * has CP_THREAD_FDS and the tasks theirs). Below them each level closes its parent's
  * pair and opens it again from its own through "..", so that a tree
  * thousands of levels deep needs no descriptor per level. */
 #define CP_OPEN_LEVELS 64
+/* -j: what a thread opens besides its levels (a directory read, a file's
+ * two sides, the engine's pipe, a path too long to open at once), and the
+ * levels a task's walk keeps open before it closes those above. */
+#define CP_THREAD_FDS 8
+#define CP_TASK_LEVELS 8
+/* A task holds its parent's two descriptors, its levels' and one more
+ * level's while it opens it. */
+#define CP_TASK_FDS (2 * (CP_TASK_LEVELS + 2))
 
 /* One walk from a SOURCE directory to its copy. */
 struct cp_tree {
@@ -27,6 +39,8 @@ struct cp_tree {
 	bool top_known;
 	unsigned int open; /* levels whose directories are open */
 	unsigned int max_open;
+	struct cp_pool *pool; /* -j: the threads that share the walk, or NULL */
+	unsigned int pool_max_open; /* max_open of each task's walk */
 };
 
 /* A directory being copied: both sides open (O_PATH), or -1 while closed. */
@@ -36,6 +50,18 @@ struct cp_level {
 	struct stat src_st, dst_st;
 	const char *src_path, *dst_path;
 	bool fresh;  /* dst: made by this copy, without a default ACL */
+	struct cp_kids kids; /* subdirectories handed to the pool */
+};
+
+/* A subdirectory handed to the pool: its walk, and a level of its own for
+ * the directories that hold it (their descriptors duplicated: the level a
+ * walk has may be closed and opened again as it goes deeper). */
+struct cp_task {
+	struct cp_tree t;
+	struct cp_level up;
+	char *name, *src_path, *dst_path;
+	struct stat st;
+	bool follow;
 };
 
 /* dir/name, made twice for every entry of a tree: by hand, as asprintf
@@ -312,12 +338,72 @@ static int cp_dir(struct cp_tree *t, struct cp_level *up, const struct cp_at *sr
 	/* -x: a directory of another filesystem than the one it is in (a
 	 * mount point) is made, as cp -x makes it, but stays empty. */
 	rc = t->opts->one_fs && up && st->st_dev != up->src_st.st_dev ? 0 : cp_entries(t, &me);
+	if (t->pool && cp_pool_wait(t->pool, &me.kids) < 0)
+		rc = -1;
 	if (me.src < 0 || reopen_up(t, &me) < 0) {
 		close_level(t, &me);
 		return -1;
 	}
 	close_level(t, &me);
 	return dir_attrs(t->opts, up, src, dst, st, made, inherited) < 0 ? -1 : rc;
+}
+
+/* A task's subdirectory copied, in the worker that took it. */
+static int run_task(void *arg)
+{
+	struct cp_task *k = arg;
+	const struct cp_at src = { k->up.src, k->name, k->src_path, false };
+	const struct cp_at dst = { k->up.dst, k->name, k->dst_path, k->up.fresh };
+	int rc = cp_dir(&k->t, &k->up, &src, &dst, &k->st, k->follow);
+
+	close_level(&k->t, &k->up);
+	free(k->name);
+	free(k->src_path);
+	free(k->dst_path);
+	free(k);
+	return rc;
+}
+
+/* The subdirectory name of up, handed to the pool if it has room; its
+ * paths *sp and *dp are the task's then. false: walk it here. */
+static bool hand_over(struct cp_tree *t, struct cp_level *up, const char *name, char **sp,
+		      char **dp, const struct stat *st, bool follow)
+{
+	struct cp_task *k;
+
+	if (!cp_pool_reserve(t->pool))
+		return false;
+	k = malloc(sizeof(*k));
+	if (!k || !(k->name = strdup(name))) {
+		free(k);
+		cp_pool_unreserve(t->pool);
+		return false;
+	}
+	/* Its own walk, which opens its own levels. up's paths outlive it:
+	 * up waits for its tasks before its walk returns. */
+	k->t = *t;
+	k->t.open = 1;
+	k->t.max_open = t->pool_max_open;
+	k->up = (struct cp_level){ .src_st = up->src_st, .dst_st = up->dst_st,
+				   .src_path = up->src_path, .dst_path = up->dst_path,
+				   .fresh = up->fresh };
+	k->up.src = fcntl(up->src, F_DUPFD_CLOEXEC, 0);
+	k->up.dst = k->up.src >= 0 ? fcntl(up->dst, F_DUPFD_CLOEXEC, 0) : -1;
+	if (k->up.dst < 0) {
+		if (k->up.src >= 0)
+			close(k->up.src);
+		free(k->name);
+		free(k);
+		cp_pool_unreserve(t->pool);
+		return false;
+	}
+	k->src_path = *sp;
+	k->dst_path = *dp;
+	*sp = *dp = NULL;
+	k->st = *st;
+	k->follow = follow;
+	cp_pool_push(t->pool, k, &up->kids);
+	return true;
 }
 
 /* name, an entry of up: a directory, or anything else. */
@@ -333,6 +419,8 @@ static int cp_node(struct cp_tree *t, struct cp_level *up, const char *name)
 		cli_error(ENOMEM, "cannot copy %s", cli_quote(up->src_path));
 	else if (fstatat(up->src, name, &st, follow ? 0 : AT_SYMLINK_NOFOLLOW) < 0)
 		cli_error(errno, "cannot stat %s", cli_quote(sp));
+	else if (S_ISDIR(st.st_mode) && t->pool && hand_over(t, up, name, &sp, &dp, &st, follow))
+		rc = 0;
 	else if (S_ISDIR(st.st_mode))
 		rc = cp_dir(t, up, &src, &dst, &st, follow);
 	else
@@ -362,17 +450,56 @@ static bool into_itself(const char *src, const char *dst)
 	return in;
 }
 
+/* -j N: the walk shared by N threads, unless an option needs one order
+ * (-v's lines, -i's questions, --progress's line) or the descriptors we
+ * may open are too few: then t->pool stays NULL and the walk is one
+ * thread's. Half of those left once each thread has its own go to the
+ * tasks, half to the walk of the top. */
+static void share_walk(struct cp_tree *t, const struct cp_opts *o, unsigned int jobs,
+		       rlim_t fds)
+{
+	rlim_t left = fds > 16 + (rlim_t)CP_THREAD_FDS * jobs ?
+			      fds - 16 - (rlim_t)CP_THREAD_FDS * jobs : 0;
+	rlim_t tasks = left / 2 / CP_TASK_FDS;
+
+	t->max_open = CP_OPEN_LEVELS;
+	if (fds / 8 < CP_OPEN_LEVELS)
+		t->max_open = fds / 8 > 1 ? (unsigned int)(fds / 8) : 1;
+	if (jobs < 2 || o->verbose || o->clobber == CP_INTERACTIVE || o->progress == 2 ||
+	    !tasks)
+		return;
+	if (left / 8 < t->max_open)
+		t->max_open = left / 8 > 1 ? (unsigned int)(left / 8) : 1;
+	t->pool_max_open = CP_TASK_LEVELS;
+	t->pool = cp_pool_new(jobs - 1, tasks < 4 * jobs ? (unsigned int)tasks : 4 * jobs, run_task);
+}
+
+/* Without -j: CP_JOBS_DEFAULT threads, but one for a tree in memory
+ * (tmpfs, ramfs). There is no disk to wait for: the copy is the CPU's
+ * alone, and more threads spent more of it (3 % more for a warm tree of
+ * 20,000 small files) to end sooner. */
+static unsigned int jobs_for(const struct cp_opts *o, const char *src)
+{
+	struct statfs sf;
+
+	if (o->jobs)
+		return o->jobs;
+	if (statfs(src, &sf) == 0 && ((unsigned long)sf.f_type == TMPFS_MAGIC ||
+				      (unsigned long)sf.f_type == RAMFS_MAGIC))
+		return 1;
+	return CP_JOBS_DEFAULT;
+}
+
 int cp_top(const struct cp_opts *o, const char *src, const char *dst)
 {
 	struct cp_tree t = { .opts = o, .top_src = src, .top_dst = dst };
 	const struct cp_at s = { AT_FDCWD, src, src, false }, d = { AT_FDCWD, dst, dst, false };
 	bool follow = o->deref != CP_DEREF_NEVER;
+	struct cp_opts shared;
 	struct rlimit rl;
 	struct stat st;
+	int rc;
 
-	t.max_open = CP_OPEN_LEVELS;
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur / 8 < CP_OPEN_LEVELS)
-		t.max_open = rl.rlim_cur / 8 > 1 ? (unsigned int)(rl.rlim_cur / 8) : 1;
 	if ((follow ? stat(src, &st) : lstat(src, &st)) < 0) {
 		cli_error(errno, "cannot stat %s", cli_quote(src));
 		return -1;
@@ -388,5 +515,17 @@ int cp_top(const struct cp_opts *o, const char *src, const char *dst)
 			  cli_quote(src), cli_quote(dst));
 		return -1;
 	}
-	return cp_dir(&t, NULL, &s, &d, &st, follow);
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur > (1u << 20))
+		rl.rlim_cur = 1u << 20;
+	share_walk(&t, o, jobs_for(o, src), rl.rlim_cur);
+	/* Threads would draw their progress lines over each other's: the
+	 * one shown on a terminal for a large file is left out. */
+	if (t.pool) {
+		shared = *o;
+		shared.progress = 0;
+		t.opts = &shared;
+	}
+	rc = cp_dir(&t, NULL, &s, &d, &st, follow);
+	cp_pool_free(t.pool);
+	return rc;
 }

@@ -138,11 +138,15 @@ void cli_progress_add(uint64_t n)
  * only there while the copy ran, and goes. */
 void cli_progress_end(bool complete)
 {
-	if (prog.on && complete && prog.total)
+	/* Without a line, nothing is written: the threads of a tree's walk
+	 * (cp -j), which show none, end their copies here at once. */
+	if (!prog.on)
+		return;
+	if (complete && prog.total)
 		prog.total = prog.done;
-	if (prog.on && prog.asked) {
+	if (prog.asked) {
 		draw(now_s(), true);
-	} else if (prog.on && prog.drawn && prog.tty) {
+	} else if (prog.drawn && prog.tty) {
 		fputs("\r\033[K", stderr);
 		fflush(stderr);
 	}
