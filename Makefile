@@ -72,7 +72,7 @@ PRELOAD_LIB := $(if $(SAN),$(BUILD)/preload/libpsplice.a,$(BUILD)/libpsplice.a)
 PRELOAD_DIR ?= $(LIBDIR)/psplice
 
 .PHONY: all lib tools tests examples check check-quick check-asan check-tsan check-valgrind check-abi \
-	check-rust check-python install-python \
+	check-rust check-python install-python bench-bindings \
 	demo install install-check clean deps deps-demo deps-deb bench deb deb-check stress
 all: lib tools
 
@@ -270,6 +270,17 @@ check-abi: lib
 check-rust: lib
 	$(Q)sh bindings/rust/check.sh $(BUILD)
 
+# The bindings' copy of a cached file into a pipe against their language's
+# own (shutil.copyfileobj, std::io::copy) and against the C library, in the
+# same run (BINDINGS_MIB, 1024; 256 with QUICK=1). Part of make bench.
+BINDINGS_MIB ?= $(if $(QUICK),256,1024)
+bench-bindings: tools
+	$(Q)LD_LIBRARY_PATH=$(abspath $(BUILD)) $(PYTHON) bench/python_bench.py \
+		--size $(BINDINGS_MIB)M --runs 5 --dir $(abspath $(BUILD))
+	$(Q)cd bindings/rust && PATH=$$PATH:$$HOME/.cargo/bin CARGO_TARGET_DIR=$(abspath $(BUILD))/rust-target \
+		PSPLICE_LIB_DIR=$(abspath $(BUILD)) cargo run -q --offline --release --example bench -- \
+		$(BINDINGS_MIB) $(abspath $(BUILD))
+
 # Install into a scratch root, then build a C and a C++ program against the
 # installed header and library through pkg-config.
 install-check:
@@ -295,6 +306,7 @@ bench: tools
 	$(Q)mkdir -p bench/results
 	$(Q)$(BUILD)/psplice bench $(if $(QUICK),--quick) $(if $(BENCH_ONLY),--only $(BENCH_ONLY)) \
 		--out bench/results
+	$(if $(BENCH_ONLY),,$(Q)$(MAKE) --no-print-directory bench-bindings)
 
 # Load and faults for a fixed time, loopback only (tests/stress/stress.c):
 # the relay under STRESS_CONNS (1000) connections for STRESS_TIME (60)
