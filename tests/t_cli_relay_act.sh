@@ -285,7 +285,9 @@ stop(second)
 EOF
 timeout 60 python3 manager.py "$P" 127.0.0.1:$tport restart.err 2>mgr.err ||
 	fail $LINENO "restart: $(tail -1 mgr.err) $(cat restart.err)"
-is $LINENO "" "$(cat restart.err)"
+# The stop may come while the relay still closes the connection its client
+# saw end: it then says it drains it, which is no error.
+is $LINENO "" "$(grep -v -E '^psplice: relay: draining 1 connections? \(again to stop now\)$' restart.err)"
 
 # The example units (contrib/systemd) load as systemd reads them, with the
 # relay they start here, for an instance named web.
