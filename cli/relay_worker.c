@@ -210,7 +210,7 @@ static void sweep(struct worker *w)
  * and its path is already gone. The service manager's listeners are its
  * own as well: shut down, they would stop listening for it too; unwatched,
  * the clients that come meanwhile wait in their queues for the relay it
- * starts next. */
+ * starts next. After a reload they are the new relay's: left as they are. */
 static void close_listeners(struct worker *w)
 {
 	struct handle *l;
@@ -219,7 +219,8 @@ static void close_listeners(struct worker *w)
 		if (!w->r->shared) {
 			close(l->fd);
 			l->fd = -1;
-		} else if (!w->r->inherited && w->r->listen.ss.ss_family != AF_UNIX) {
+		} else if (!w->r->inherited && !atomic_load(&w->r->handed_over) &&
+			   w->r->listen.ss.ss_family != AF_UNIX) {
 			shutdown(l->fd, SHUT_RDWR);
 		}
 	}
