@@ -165,6 +165,7 @@ bool reload_ended(struct relay *r, pid_t pid, int fd);
 void note_error(struct note *n, int err);
 void note_flush(struct note *n, bool final);
 void update_interest(struct worker *w, struct conn *c);
+void unwatch(struct worker *w, struct handle *h);
 void listener_on(struct worker *w, bool on);
 int worker_init(struct relay *r, struct worker *w);
 void *worker_main(void *arg);

@@ -65,6 +65,12 @@ void conn_close(struct worker *w, struct conn *c, const struct ending *e)
 	int i;
 
 	log_close(w->r, c, e, cut);
+	/* Out of the epoll set before the close: a relay starting its
+	 * replacement (SIGUSR2) has a child holding a copy of every fd until
+	 * it execs, and an fd closed here would stay registered meanwhile,
+	 * its events naming a connection already freed. */
+	unwatch(w, &c->client);
+	unwatch(w, &c->target);
 	if (c->connecting)
 		close_gently(c->client.fd);
 	else if (cut)

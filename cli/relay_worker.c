@@ -27,6 +27,12 @@ static void set_events(struct worker *w, struct handle *h, uint32_t events)
 		h->events = events;
 }
 
+/* Out of the epoll set, before its fd is closed (conn_close). */
+void unwatch(struct worker *w, struct handle *h)
+{
+	set_events(w, h, 0);
+}
+
 /* Each fd waits for what the directions using it wait for, nothing else. */
 void update_interest(struct worker *w, struct conn *c)
 {
