@@ -62,23 +62,59 @@ static char *slurp(const char *path, size_t *len)
 	return NULL;
 }
 
+/* The file argv[0] named, searched in PATH as the shell searched it, into
+ * path: a symbolic link is kept, for an upgrade may point it at another
+ * file. NULL when it cannot be found. */
+static char *program_path(const char *argv0, char *path, size_t size)
+{
+	const char *dirs = getenv("PATH"), *end;
+	size_t len;
+
+	if (strchr(argv0, '/')) {
+		while (!strncmp(argv0, "./", 2))
+			argv0 += 2;
+		if (argv0[0] == '/')
+			snprintf(path, size, "%s", argv0);
+		else if (!getcwd(path, size) || strlen(path) + strlen(argv0) + 2 > size)
+			return NULL;
+		else
+			strcat(strcat(path, "/"), argv0);
+		return path;
+	}
+	for (; dirs && *dirs; dirs = *end ? end + 1 : end) {
+		end = strchrnul(dirs, ':');
+		len = (size_t)(end - dirs);
+		if (len && len + strlen(argv0) + 2 <= size) {
+			snprintf(path, size, "%.*s/%s", (int)len, dirs, argv0);
+			if (access(path, X_OK) == 0)
+				return path;
+		}
+	}
+	return NULL;
+}
+
 /* The program's path and its command line, read as the relay starts: by
  * the time of a reload the file at that path may be another one (that is
- * the point), and /proc/self/exe would then name the old file, deleted. */
+ * the point). /proc/self/exe only if argv[0] names no file: it names the
+ * file this process runs, which an upgrade deletes. */
 int reload_prepare(struct relay *r)
 {
 	char exe[4096];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	const char *path;
+	ssize_t n;
 	size_t len = 0, i;
 	int argc = 0;
-	char *cmdline;
+	char *cmdline = slurp("/proc/self/cmdline", &len);
 
-	if (n < 0)
-		return -1;
-	exe[n] = '\0';
-	cmdline = slurp("/proc/self/cmdline", &len);
 	if (!cmdline || !len || cmdline[len - 1] != '\0')
 		goto fail;
+	path = program_path(cmdline, exe, sizeof(exe));
+	if (!path) {
+		n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+		if (n < 0)
+			goto fail;
+		exe[n] = '\0';
+	}
 	for (i = 0; i < len; i++)
 		argc += cmdline[i] == '\0';
 	r->re_argv = calloc((size_t)argc + 1, sizeof(char *));

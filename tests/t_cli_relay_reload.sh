@@ -6,7 +6,8 @@
 # echoed and checked, goes through two reloads with no connection refused,
 # reset or cut. A new program that cannot run, or that exits, leaves the old
 # relay serving and says why; a new file at the path is the one run. A unix
-# listener keeps its socket file. Every wait and every peer is bounded.
+# listener keeps its socket file; a relay started by name is found in PATH
+# again. Every wait and every peer is bounded.
 [ -z "${BASH_VERSION:-}" ] && command -v bash >/dev/null && exec bash "$0" "$@"
 name=t_cli_relay_reload; . "$(dirname "$0")/cli-lib.sh"
 pids=
@@ -222,8 +223,8 @@ kill $r3; gone $r3 || fail $LINENO "relay $r3 did not stop"
 mv psplice.real psplice
 
 # A unix listener: its socket file stays for the new relay, which removes
-# it when it stops for good.
-./psplice relay -v -j 2 "unix:$d/r.sock" 127.0.0.1:$tport 2>>u.log &
+# it when it stops for good. Started by name, the program is found in PATH.
+PATH="$d:$PATH" psplice relay -v -j 2 "unix:$d/r.sock" 127.0.0.1:$tport 2>>u.log &
 u0=$!; pids="$pids $u0"
 wait_for u.log "listening on" || fail $LINENO "the relay did not start: $(cat u.log)"
 kill -USR2 $u0
