@@ -11,7 +11,14 @@
 [ -z "${BASH_VERSION:-}" ] && command -v bash >/dev/null && exec bash "$0" "$@"
 name=t_cli_relay_reload; . "$(dirname "$0")/cli-lib.sh"
 pids=
-cli_cleanup() { for p in $pids; do kill "$p" 2>/dev/null; done; }
+# The relays a reload started are named in the logs, also when the test
+# fails before it has read them.
+cli_cleanup() {
+	for p in $pids $(sed -n 's/.*relay: process \([0-9]*\) serves in place.*/\1/p' \
+			 "$d/r.log" "$d/u.log" 2>/dev/null); do
+		kill "$p" 2>/dev/null
+	done
+}
 wait_for() { # FILE PATTERN: up to 10 s
 	i=0
 	while ! grep -q "$2" "$1" 2>/dev/null; do
