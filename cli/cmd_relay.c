@@ -22,7 +22,8 @@
 #include "relay.h"
 
 enum { OPT_MAX_CONNS = 0x200, OPT_IDLE, OPT_CONNECT, OPT_DRAIN, OPT_STATS, OPT_COPY,
-       OPT_LOWAT, OPT_NAGLE, OPT_REUSEPORT, OPT_UNIX_MODE, OPT_LOG_FORMAT, OPT_LOG };
+       OPT_LOWAT, OPT_NAGLE, OPT_REUSEPORT, OPT_UNIX_MODE, OPT_LOG_FORMAT, OPT_LOG,
+       OPT_BALANCE, OPT_CHECK };
 
 static const struct option longopts[] = {
 	{ "jobs", required_argument, NULL, 'j' },
@@ -38,6 +39,8 @@ static const struct option longopts[] = {
 	{ "unix-mode", required_argument, NULL, OPT_UNIX_MODE },
 	{ "log-format", required_argument, NULL, OPT_LOG_FORMAT },
 	{ "log", required_argument, NULL, OPT_LOG },
+	{ "balance", required_argument, NULL, OPT_BALANCE },
+	{ "check-interval", required_argument, NULL, OPT_CHECK },
 	{ "verbose", no_argument, NULL, 'v' },
 	CLI_COMMON_LONGOPTS
 };
@@ -196,7 +199,7 @@ static int take_signals(void)
  * those a service manager passed with their names. */
 static void say_listening(const struct relay *r, const struct worker *w)
 {
-	char where[1024], one[300];
+	char where[1024], one[300], to[1024];
 	size_t used = 0;
 	int k;
 
@@ -206,8 +209,9 @@ static void say_listening(const struct relay *r, const struct worker *w)
 		used += (size_t)snprintf(where + used, sizeof(where) - used, "%s%s",
 					 k ? ", " : "", one);
 	}
-	cli_say("relay: listening on %s, forwarding to %s, %d worker%s", where,
-		r->target.text, r->jobs, r->jobs == 1 ? "" : "s");
+	targets_text(r, to, sizeof(to));
+	cli_say("relay: listening on %s, forwarding to %s, %d worker%s", where, to, r->jobs,
+		r->jobs == 1 ? "" : "s");
 }
 
 static void start_workers(const struct relay *r, struct worker *w)
@@ -243,11 +247,14 @@ static int serve(struct relay *r, struct worker *w)
 		}
 	if (r->verbose)
 		say_listening(r, w);
+	if ((i = checker_start(r)))
+		cli_error(i, "relay: cannot start the target checker");
 	start_workers(r, w);
 	reload_say_ready(r);
 	supervise(r, w, sfd);
 	for (i = 0; i < r->jobs; i++)
 		pthread_join(w[i].thread, NULL);
+	checker_stop(r);
 	note_flush(&r->accept_failed, true);
 	if (r->verbose)
 		print_stats(r);
@@ -346,6 +353,20 @@ static bool json_arg(const struct cli_cmd *cmd, const char *s)
 	return !strcmp(s, "json");
 }
 
+/* --balance=roundrobin (HAProxy's default), first or leastconn. */
+static enum balance balance_arg(const struct cli_cmd *cmd, const char *s)
+{
+	if (!strcmp(s, "roundrobin"))
+		return BAL_ROUNDROBIN;
+	if (!strcmp(s, "first"))
+		return BAL_FIRST;
+	if (!strcmp(s, "leastconn"))
+		return BAL_LEASTCONN;
+	cli_usage_error(cmd, "invalid --balance %s (want roundrobin, first or leastconn)",
+			cli_quote(s));
+	return BAL_ROUNDROBIN;
+}
+
 /* The options into r; --jobs is returned, 0 when not given. */
 static uint64_t parse_options(const struct cli_cmd *cmd, int argc, char **argv,
 			      struct relay *r, const char **log)
@@ -375,6 +396,8 @@ static uint64_t parse_options(const struct cli_cmd *cmd, int argc, char **argv,
 		case OPT_UNIX_MODE: r->unix_mode = mode_arg(cmd, optarg); break;
 		case OPT_LOG_FORMAT: r->json = json_arg(cmd, optarg); break;
 		case OPT_LOG: *log = optarg; break;
+		case OPT_BALANCE: r->balance = balance_arg(cmd, optarg); break;
+		case OPT_CHECK: r->check_ms = secs_arg(cmd, "--check-interval", optarg); break;
 		case 'v': r->verbose = true; break;
 		default: cli_common_option(cmd, c);
 		}
@@ -397,32 +420,43 @@ static void take_inherited(const struct cli_cmd *cmd, struct relay *r)
 				"(set SocketMode= in the socket unit)");
 }
 
-/* LISTEN and TARGET. */
+/* LISTEN and each TARGET. */
 static void parse_operands(const struct cli_cmd *cmd, int argc, char **argv,
 			   struct relay *r)
 {
 	const char *why = NULL;
+	int i, n = argc - optind - 1;
 
-	if (argc - optind < 2)
-		cli_usage_error(cmd, argc - optind ? "missing TARGET operand" :
-				"missing LISTEN and TARGET operands");
-	if (argc - optind > 2)
-		cli_usage_error(cmd, "extra operand %s", cli_quote(argv[optind + 2]));
+	if (n < 1)
+		cli_usage_error(cmd, n ? "missing LISTEN and TARGET operands" :
+				"missing TARGET operand");
+	if (n > MAX_TARGETS)
+		cli_usage_error(cmd, "too many targets (at most %d)", MAX_TARGETS);
 	if (!strcmp(argv[optind], "-"))
 		take_inherited(cmd, r);
 	else if (cli_parse_addr(argv[optind], &r->listen, true, &why) < 0)
 		cli_usage_error(cmd, "invalid address %s: %s", cli_quote(argv[optind]), why);
-	if (cli_parse_addr(argv[optind + 1], &r->target, false, &why) < 0)
-		cli_usage_error(cmd, "invalid address %s: %s", cli_quote(argv[optind + 1]), why);
+	r->targets = calloc((size_t)n, sizeof(*r->targets));
+	if (!r->targets)
+		cli_usage_error(cmd, "%s", strerror(ENOMEM));
+	for (i = 0; i < n; i++) {
+		const char *a = argv[optind + 1 + i];
+
+		if (cli_parse_addr(a, &r->targets[i].addr, false, &why) < 0)
+			cli_usage_error(cmd, "invalid address %s: %s", cli_quote(a), why);
+	}
+	r->ntargets = n;
+	r->target = r->targets[0].addr;
 }
 
 static int relay_main(const struct cli_cmd *cmd, int argc, char **argv)
 {
-	struct relay r = { .connect_ms = 10000, .drain_ms = 10000, .unix_mode = -1,
+	struct relay r = { .connect_ms = 10000, .check_ms = 2000, .drain_ms = 10000, .unix_mode = -1,
 			   .log_fd = STDERR_FILENO, .ready_fd = -1,
 			   .accept_failed = { .lock = PTHREAD_MUTEX_INITIALIZER, .what = "accept" } };
 	const char *log = NULL;
 	uint64_t jobs = parse_options(cmd, argc, argv, &r, &log);
+	int status;
 
 	parse_operands(cmd, argc, argv, &r);
 	if (cli_parse_only)
@@ -443,13 +477,15 @@ static int relay_main(const struct cli_cmd *cmd, int argc, char **argv)
 	 * cannot read its command line serves all the same: a reload says so. */
 	r.ready_fd = reload_ready_fd();
 	reload_prepare(&r);
-	return run(&r);
+	status = run(&r);
+	free(r.targets);
+	return status;
 }
 
 const struct cli_cmd cli_cmd_relay = {
 	.name = "relay",
-	.args = "LISTEN TARGET",
-	.summary = "forward every connection accepted on LISTEN to TARGET",
+	.args = "LISTEN TARGET...",
+	.summary = "forward every connection accepted on LISTEN to a TARGET",
 	.help =
 	"Accept connections on LISTEN and forward each to TARGET, both directions\n"
 	"by splice through the kernel. Addresses: HOST:PORT, [IPv6]:PORT, unix:PATH.\n"
@@ -460,6 +496,10 @@ const struct cli_cmd cli_cmd_relay = {
 	"SIGUSR2 replaces the relay: its command line runs again from the same path\n"
 	"(a new binary there), takes the listening sockets, and the old relay drains\n"
 	"once the new one serves; if the new one fails, the old one serves on.\n"
+	"With several TARGETs, each connection goes to one chosen by --balance; a\n"
+	"target that refuses or does not answer within --connect-timeout is marked\n"
+	"down and the next one tried (the client's bytes wait, unread), and the\n"
+	"client is closed only when every target failed.\n"
 	"A connection the relay ends before its streams did (a peer's error, the drain\n"
 	"timeout, an idle timeout that drops bytes) is reset on both sides, not closed.\n"
 	"\n"
@@ -484,9 +524,16 @@ const struct cli_cmd cli_cmd_relay = {
 	"                           how it ended, the mechanism)\n"
 	"      --log=FILE           the connections' records to FILE (appended), not\n"
 	"                           standard error\n"
+	"      --balance=HOW        with several targets: roundrobin (default): each in\n"
+	"                           turn; first: the first one up; leastconn: the one\n"
+	"                           with the fewest open connections\n"
+	"      --check-interval=SEC probe the down targets with a connect every SEC\n"
+	"                           seconds and bring back those that answer\n"
+	"                           (default 2; 0: only a connection that tries them)\n"
 	"  -v, --verbose            log each connection's open and close with byte counts\n"
 	"\n"
 	"Examples: " CLI_NAME " relay -v 127.0.0.1:8080 127.0.0.1:80\n"
+	"  " CLI_NAME " relay --balance=first 127.0.0.1:8080 10.0.0.1:80 10.0.0.2:80\n"
 	"  systemd-socket-activate -l 8080 " CLI_NAME " relay - 127.0.0.1:80\n",
 	.main = relay_main,
 };

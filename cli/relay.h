@@ -34,9 +34,36 @@ struct note {
 	atomic_uint_fast64_t unsaid;     /* times it came since */
 };
 
+#define MAX_TARGETS 64       /* a connection's tried targets fit a uint64_t */
+
+/* How a connection's target is chosen among the ones that are up. */
+enum balance {
+	BAL_ROUNDROBIN,  /* each in turn */
+	BAL_FIRST,       /* the first in the command line's order */
+	BAL_LEASTCONN    /* the one with the fewest open connections */
+};
+
+/* One TARGET operand. Its state is shared by every worker and the
+ * checker: a connect that fails marks it down, a probe or a connect that
+ * succeeds marks it up again, each change said once. */
+struct target {
+	struct cli_addr addr;
+	atomic_bool down;
+	atomic_uint_fast64_t conns;      /* connections to it, open or opening */
+};
+
 /* What every worker shares; the counters are summed by the stats line. */
 struct relay {
-	struct cli_addr listen, target;
+	struct cli_addr listen, target;  /* target: the first of targets */
+	struct target *targets;
+	int ntargets;
+	enum balance balance;
+	atomic_uint_fast64_t turn;       /* --balance=roundrobin's next */
+	int64_t check_ms;                /* probe the down targets; 0: never */
+	pthread_t checker;
+	pthread_mutex_t check_lock;      /* guards check_stop, for check_cond */
+	pthread_cond_t check_cond;
+	bool check_stop;
 	int jobs;
 	uint64_t max_conns;              /* 0: no limit */
 	int64_t idle_ms, connect_ms, drain_ms, stats_ms;
@@ -107,6 +134,10 @@ struct ending {
 struct conn {
 	struct conn *prev, *next;
 	struct handle client, target;
+	struct target *tgt;  /* the one tried last, connected to at the end */
+	bool counted;        /* in tgt->conns */
+	uint64_t tried;      /* 1 << index of each target tried */
+	unsigned int turn;   /* where the choice starts (roundrobin) */
 	struct dir d[2];
 	bool connecting;
 	int64_t retry_at;    /* connect again then (unix target busy); 0: no */
@@ -176,6 +207,15 @@ void conn_event(struct worker *w, struct conn *c, struct handle *h);
 void conn_close(struct worker *w, struct conn *c, const struct ending *e);
 void connect_failed(struct worker *w, struct conn *c, int err);
 void try_connect(struct worker *w, struct conn *c);
+
+/* relay_targets.c */
+void targets_text(const struct relay *r, char *buf, size_t size);
+struct target *target_pick(struct relay *r, struct conn *c);
+void target_leave(struct relay *r, struct conn *c);
+void target_down(struct relay *r, struct target *t, int err);
+void target_up(struct relay *r, struct target *t);
+int checker_start(struct relay *r);
+void checker_stop(struct relay *r);
 
 /* relay_log.c */
 void log_open(struct relay *r, struct conn *c);

@@ -95,6 +95,7 @@ void conn_close(struct worker *w, struct conn *c, const struct ending *e)
 	c->dead = true;
 	c->next = w->dead;
 	w->dead = c;
+	target_leave(w->r, c);
 	atomic_fetch_sub(&w->r->open, 1);
 	/* A slot is free again: this worker may take the next client. */
 	if (w->paused && w->drain_end == NEVER)
@@ -125,10 +126,14 @@ static int prepare_pairs(struct conn *c, unsigned int flags)
 	return 0;
 }
 
+static int start_target(struct worker *w, struct conn *c);
+
 static void connected(struct worker *w, struct conn *c)
 {
 	int err = prepare_pairs(c, w->r->pair_flags);
 
+	/* Tried while marked down, as the last one left, and there again. */
+	target_up(w->r, c->tgt);
 	c->connecting = false;
 	if (err < 0) {
 		conn_close(w, c, &(struct ending){ .how = END_SETUP, .err = -err });
@@ -140,11 +145,36 @@ static void connected(struct worker *w, struct conn *c)
 	update_interest(w, c);
 }
 
-void connect_failed(struct worker *w, struct conn *c, int err)
+/* A target that failed is marked down and the next one tried; when none
+ * is left, the client is closed (its bytes unread) and the failure said. */
+static void give_up(struct worker *w, struct conn *c, int err)
 {
 	cli_error(err, "relay: #%" PRIu64 " %s: cannot connect to %s", c->id, c->peer,
-		  cli_quote(w->r->target.text));
+		  cli_quote(c->tgt->addr.text));
 	conn_close(w, c, &(struct ending){ .how = END_CONNECT, .side = SIDE_TARGET, .err = err });
+}
+
+/* Errors of the relay's own, not the target's: out of fds, memory or
+ * local ports. */
+static bool own_fault(int err)
+{
+	return err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM ||
+	       err == EADDRNOTAVAIL;
+}
+
+void connect_failed(struct worker *w, struct conn *c, int err)
+{
+	if (!own_fault(err))
+		target_down(w->r, c->tgt, err);
+	if (c->target.fd >= 0) {
+		/* Out of the epoll set first: see conn_close. */
+		unwatch(w, &c->target);
+		close(c->target.fd);
+		c->target.fd = -1;
+		c->target.events = 0;
+	}
+	if (own_fault(err) || start_target(w, c) < 0)
+		give_up(w, c, err);
 }
 
 /* TCP completes in the loop (EPOLLOUT). A unix listener whose queue is full
@@ -152,7 +182,7 @@ void connect_failed(struct worker *w, struct conn *c, int err)
  * the connect timeout. */
 void try_connect(struct worker *w, struct conn *c)
 {
-	const struct cli_addr *t = &w->r->target;
+	const struct cli_addr *t = &c->tgt->addr;
 
 	c->retry_at = 0;
 	if (connect(c->target.fd, (const struct sockaddr *)&t->ss, t->len) == 0) {
@@ -170,12 +200,36 @@ void try_connect(struct worker *w, struct conn *c)
 	update_interest(w, c);
 }
 
-/* Start the connection to TARGET. */
+/* Connect c to the next target --balance picks, with a connect timeout
+ * of its own. -1 when every target was tried. */
+static int start_target(struct worker *w, struct conn *c)
+{
+	struct relay *r = w->r;
+	struct target *t = target_pick(r, c);
+	int tfd;
+
+	if (!t)
+		return -1;
+	tfd = socket(t->addr.ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (tfd < 0) {
+		give_up(w, c, errno);
+		return 0;
+	}
+	c->target.fd = tfd;
+	if (t->addr.ss.ss_family != AF_UNIX)
+		tune(r, tfd);
+	c->deadline = now_ms() + r->connect_ms;
+	if (c->deadline < w->next_check)
+		w->next_check = c->deadline;
+	try_connect(w, c);
+	return 0;
+}
+
+/* Start the connection to a target. */
 void conn_open(struct worker *w, int cfd, const struct sockaddr *sa, socklen_t len)
 {
 	struct relay *r = w->r;
 	struct conn *c = calloc(1, sizeof(*c));
-	int tfd;
 
 	if (!c) {
 		close(cfd);
@@ -195,22 +249,13 @@ void conn_open(struct worker *w, int cfd, const struct sockaddr *sa, socklen_t l
 	w->head.next = c;
 	w->nconns++;
 	c->connecting = true;
+	if (r->balance == BAL_ROUNDROBIN)
+		c->turn = (unsigned int)(atomic_fetch_add(&r->turn, 1) % (unsigned int)r->ntargets);
 	log_open(r, c);
 
-	tfd = socket(r->target.ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (tfd < 0) {
-		connect_failed(w, c, errno);
-		return;
-	}
-	c->target.fd = tfd;
-	if (r->target.ss.ss_family != AF_UNIX)
-		tune(r, tfd);
 	if (sa->sa_family != AF_UNIX)
 		tune(r, cfd);
-	c->deadline = now_ms() + r->connect_ms;
-	if (c->deadline < w->next_check)
-		w->next_check = c->deadline;
-	try_connect(w, c);
+	start_target(w, c);
 }
 
 static void connect_done(struct worker *w, struct conn *c)

@@ -149,7 +149,8 @@ static void log_json(struct relay *r, const struct conn *c, const struct ending 
 	struct rec rec = { .len = 0 };
 	int64_t ms = (cli_now_ns() - c->start_mono) / 1000000;
 
-	addr_text((const struct sockaddr *)&r->target.ss, r->target.len, target, sizeof(target));
+	addr_text((const struct sockaddr *)&c->tgt->addr.ss, c->tgt->addr.len, target,
+		  sizeof(target));
 	add(&rec, "{\"id\":%" PRIu64 ",\"client\":", c->id);
 	add_str(&rec, c->peer);
 	add(&rec, ",\"target\":");

@@ -186,11 +186,13 @@ static void sweep(struct worker *w)
 	for (c = w->head.next; c != &w->head; c = n) {
 		n = c->next;
 		if (c->deadline <= now) {
+			/* A timed out connect may go on to the next target. */
 			if (c->connecting)
 				connect_failed(w, c, ETIMEDOUT);
 			else
 				conn_close(w, c, &(struct ending){ .how = END_IDLE });
-			continue;
+			if (c->dead)
+				continue;
 		}
 		if (c->retry_at && c->retry_at <= now) {
 			try_connect(w, c);
