@@ -88,7 +88,8 @@ static void stop(struct relay *r, struct worker *w, int signo)
 	if (open || r->verbose)
 		cli_say("relay: draining %" PRIu64 " connection%s (again to stop now)", open,
 			open == 1 ? "" : "s");
-	if (r->listen.ss.ss_family == AF_UNIX)
+	/* The socket file a new relay serves stays. */
+	if (r->listen.ss.ss_family == AF_UNIX && !atomic_load(&r->handed_over))
 		unlink(((struct sockaddr_un *)&r->listen.ss)->sun_path);
 	atomic_store(&r->draining, true);
 	for (i = 0; i < r->jobs; i++)
@@ -96,13 +97,55 @@ static void stop(struct relay *r, struct worker *w, int signo)
 			cli_error(errno, "relay: eventfd");
 }
 
+/* A reload under way: the new process and the pipe it says "ready" on. */
+struct reload {
+	pid_t pid;
+	int fd;
+};
+
+/* SIGUSR2: start the new relay, unless one is already starting or this one
+ * is draining (its listeners may be closed already). */
+static void reload(struct relay *r, struct worker *w, struct reload *re)
+{
+	if (atomic_load(&r->draining)) {
+		cli_say("relay: not reloading: draining");
+		return;
+	}
+	if (re->fd >= 0) {
+		cli_say("relay: not reloading: process %ld is starting already",
+			(long)re->pid);
+		return;
+	}
+	re->pid = reload_start(r, w, &re->fd);
+	if (re->pid < 0)
+		cli_say("relay: still serving (process %ld)", (long)getpid());
+}
+
+/* The new relay said it serves, or failed: in the first case this one
+ * stops accepting and drains, its listeners left to the new one. */
+static void reloaded(struct relay *r, struct worker *w, struct reload *re)
+{
+	bool ok = reload_ended(r, re->pid, re->fd);
+
+	re->fd = -1;
+	if (!ok || atomic_load(&r->draining))
+		return;
+	if (r->verbose)
+		cli_say("relay: process %ld serves in place of this one", (long)re->pid);
+	atomic_store(&r->handed_over, true);
+	stop(r, w, SIGUSR2);
+}
+
 /* Wait for the workers; SIGTERM, SIGINT and SIGHUP stop the relay (stop),
- * SIGUSR1 and the stats interval print the counters. */
+ * SIGUSR1 and the stats interval print the counters, SIGUSR2 starts the
+ * relay that replaces this one. */
 static void supervise(struct relay *r, struct worker *w, int sfd)
 {
-	struct pollfd p[2] = { { .fd = sfd, .events = POLLIN },
-			       { .fd = r->done_fd, .events = POLLIN } };
+	struct pollfd p[3] = { { .fd = sfd, .events = POLLIN },
+			       { .fd = r->done_fd, .events = POLLIN },
+			       { .fd = -1, .events = POLLIN } };
 	struct signalfd_siginfo si;
+	struct reload re = { .pid = -1, .fd = -1 };
 	int running = r->jobs;
 	uint64_t v;
 	int64_t next_stats = r->stats_ms ? now_ms() + r->stats_ms : NEVER, now;
@@ -113,17 +156,24 @@ static void supervise(struct relay *r, struct worker *w, int sfd)
 			print_stats(r);
 			next_stats = now + r->stats_ms;
 		}
-		if (poll(p, 2, next_stats == NEVER ? -1 : (int)(next_stats - now)) < 0)
+		p[2].fd = re.fd;
+		if (poll(p, 3, next_stats == NEVER ? -1 : (int)(next_stats - now)) < 0)
 			continue;
 		if ((p[1].revents & POLLIN) && read(r->done_fd, &v, sizeof(v)) == sizeof(v))
 			running -= (int)v;
+		if (p[2].revents)
+			reloaded(r, w, &re);
 		if (!(p[0].revents & POLLIN) || read(sfd, &si, sizeof(si)) != sizeof(si))
 			continue;
 		if (si.ssi_signo == SIGUSR1)
 			print_stats(r);
+		else if (si.ssi_signo == SIGUSR2)
+			reload(r, w, &re);
 		else
 			stop(r, w, (int)si.ssi_signo);
 	}
+	if (re.fd >= 0)
+		close(re.fd);
 }
 
 /* Signals go to the signalfd alone: workers inherit the mask. A peer that
@@ -140,6 +190,7 @@ static int take_signals(void)
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGHUP);
 	sigaddset(&set, SIGUSR1);
+	sigaddset(&set, SIGUSR2);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	return signalfd(-1, &set, SFD_CLOEXEC);
 }
@@ -199,6 +250,7 @@ static int serve(struct relay *r, struct worker *w)
 	if ((i = checker_start(r)))
 		cli_error(i, "relay: cannot start the target checker");
 	start_workers(r, w);
+	reload_say_ready(r);
 	supervise(r, w, sfd);
 	for (i = 0; i < r->jobs; i++)
 		pthread_join(w[i].thread, NULL);
@@ -220,6 +272,7 @@ static int run(struct relay *r)
 	}
 	status = serve(r, w);
 	free_listeners(r, w);
+	reload_free(r);
 	free(w);
 	return status;
 }
@@ -399,7 +452,7 @@ static void parse_operands(const struct cli_cmd *cmd, int argc, char **argv,
 static int relay_main(const struct cli_cmd *cmd, int argc, char **argv)
 {
 	struct relay r = { .connect_ms = 10000, .check_ms = 2000, .drain_ms = 10000, .unix_mode = -1,
-			   .log_fd = STDERR_FILENO,
+			   .log_fd = STDERR_FILENO, .ready_fd = -1,
 			   .accept_failed = { .lock = PTHREAD_MUTEX_INITIALIZER, .what = "accept" } };
 	const char *log = NULL;
 	uint64_t jobs = parse_options(cmd, argc, argv, &r, &log);
@@ -420,6 +473,10 @@ static int relay_main(const struct cli_cmd *cmd, int argc, char **argv)
 		jobs = n > 0 ? (uint64_t)n : 1;
 	}
 	r.jobs = (int)jobs;
+	/* Started by a reload: the listeners are the old relay's. A relay that
+	 * cannot read its command line serves all the same: a reload says so. */
+	r.ready_fd = reload_ready_fd();
+	reload_prepare(&r);
 	status = run(&r);
 	free(r.targets);
 	return status;
@@ -436,6 +493,9 @@ const struct cli_cmd cli_cmd_relay = {
 	"LISTEN_FDS), every one served.\n"
 	"A half-close is passed on; SIGTERM, SIGINT or SIGHUP stops accepting and lets open\n"
 	"connections finish, a second one stops at once; SIGUSR1 prints the counters.\n"
+	"SIGUSR2 replaces the relay: its command line runs again from the same path\n"
+	"(a new binary there), takes the listening sockets, and the old relay drains\n"
+	"once the new one serves; if the new one fails, the old one serves on.\n"
 	"With several TARGETs, each connection goes to one chosen by --balance; a\n"
 	"target that refuses or does not answer within --connect-timeout is marked\n"
 	"down and the next one tried (the client's bytes wait, unread), and the\n"

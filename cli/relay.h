@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/socket.h>
+#include <sys/types.h>
 
 #include "common.h"
 
@@ -84,6 +85,9 @@ struct relay {
 	atomic_uint_fast64_t copied;     /* delivered through user memory */
 	struct note accept_failed;
 	int done_fd;                     /* eventfd: a worker has finished */
+	char *re_path, **re_argv;        /* what a reload runs (relay_reload.c) */
+	int ready_fd;                    /* started by a reload: say so here; or -1 */
+	atomic_bool handed_over;         /* a reload took the listeners */
 };
 
 enum handle_kind { H_LISTEN, H_WAKE, H_CLIENT, H_TARGET };
@@ -180,10 +184,19 @@ void tune(const struct relay *r, int fd);
 int inherit_listeners(struct relay *r, struct worker *w);
 void free_names(char **names);
 
+/* relay_reload.c */
+int reload_prepare(struct relay *r);
+void reload_free(struct relay *r);
+int reload_ready_fd(void);
+void reload_say_ready(struct relay *r);
+pid_t reload_start(struct relay *r, struct worker *w, int *ready_rd);
+bool reload_ended(struct relay *r, pid_t pid, int fd);
+
 /* relay_worker.c */
 void note_error(struct note *n, int err);
 void note_flush(struct note *n, bool final);
 void update_interest(struct worker *w, struct conn *c);
+void unwatch(struct worker *w, struct handle *h);
 void listener_on(struct worker *w, bool on);
 int worker_init(struct relay *r, struct worker *w);
 void *worker_main(void *arg);

@@ -65,6 +65,12 @@ void conn_close(struct worker *w, struct conn *c, const struct ending *e)
 	int i;
 
 	log_close(w->r, c, e, cut);
+	/* Out of the epoll set before the close: a relay starting its
+	 * replacement (SIGUSR2) has a child holding a copy of every fd until
+	 * it execs, and an fd closed here would stay registered meanwhile,
+	 * its events naming a connection already freed. */
+	unwatch(w, &c->client);
+	unwatch(w, &c->target);
 	if (c->connecting)
 		close_gently(c->client.fd);
 	else if (cut)
@@ -161,7 +167,8 @@ void connect_failed(struct worker *w, struct conn *c, int err)
 	if (!own_fault(err))
 		target_down(w->r, c->tgt, err);
 	if (c->target.fd >= 0) {
-		/* close() takes it out of the epoll set. */
+		/* Out of the epoll set first: see conn_close. */
+		unwatch(w, &c->target);
 		close(c->target.fd);
 		c->target.fd = -1;
 		c->target.events = 0;

@@ -141,7 +141,8 @@ void listener_text(const struct relay *r, const struct worker *w, int k, char *b
  * of the same user bind the port too and take a share of its connections,
  * so a second relay started by mistake would do so silently: only when
  * asked. Unix: a stale socket file is replaced, a live one is not.
- * LISTEN "-": the sockets a service manager passed (relay_activate.c). */
+ * LISTEN "-", or a relay started by a reload: the sockets passed
+ * (relay_activate.c). */
 int make_listeners(struct relay *r, struct worker *w)
 {
 	struct sockaddr_storage ss = r->listen.ss;
@@ -149,7 +150,7 @@ int make_listeners(struct relay *r, struct worker *w)
 	bool unix_sock = ss.ss_family == AF_UNIX;
 	int i, fd;
 
-	if (r->inherited)
+	if (r->inherited || r->ready_fd >= 0)
 		return inherit_listeners(r, w);
 	r->nlisten = 1;
 	if (listener_handles(r, w) < 0)

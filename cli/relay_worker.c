@@ -27,6 +27,12 @@ static void set_events(struct worker *w, struct handle *h, uint32_t events)
 		h->events = events;
 }
 
+/* Out of the epoll set, before its fd is closed (conn_close). */
+void unwatch(struct worker *w, struct handle *h)
+{
+	set_events(w, h, 0);
+}
+
 /* Each fd waits for what the directions using it wait for, nothing else. */
 void update_interest(struct worker *w, struct conn *c)
 {
@@ -212,7 +218,7 @@ static void sweep(struct worker *w)
  * and its path is already gone. The service manager's listeners are its
  * own as well: shut down, they would stop listening for it too; unwatched,
  * the clients that come meanwhile wait in their queues for the relay it
- * starts next. */
+ * starts next. After a reload they are the new relay's: left as they are. */
 static void close_listeners(struct worker *w)
 {
 	struct handle *l;
@@ -221,7 +227,8 @@ static void close_listeners(struct worker *w)
 		if (!w->r->shared) {
 			close(l->fd);
 			l->fd = -1;
-		} else if (!w->r->inherited && w->r->listen.ss.ss_family != AF_UNIX) {
+		} else if (!w->r->inherited && !atomic_load(&w->r->handed_over) &&
+			   w->r->listen.ss.ss_family != AF_UNIX) {
 			shutdown(l->fd, SHUT_RDWR);
 		}
 	}

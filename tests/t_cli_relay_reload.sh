@@ -1,0 +1,245 @@
+#!/bin/sh
+# psplice relay replaced in place: SIGUSR2 runs the relay's command line
+# again from the path its program was started from, the new process takes
+# the listening sockets (LISTEN_FDS), and the old one drains and exits 0
+# once the new one serves. A storm of 1,000 connections, each 64 KiB
+# echoed and checked, goes through two reloads with no connection refused,
+# reset or cut. A new program that cannot run, or that exits, leaves the old
+# relay serving and says why; a new file at the path is the one run. A unix
+# listener keeps its socket file; a relay started by name is found in PATH
+# again. Every wait and every peer is bounded.
+[ -z "${BASH_VERSION:-}" ] && command -v bash >/dev/null && exec bash "$0" "$@"
+name=t_cli_relay_reload; . "$(dirname "$0")/cli-lib.sh"
+pids=
+# The relays a reload started are named in the logs, also when the test
+# fails before it has read them.
+cli_cleanup() {
+	for p in $pids $(sed -n 's/.*relay: process \([0-9]*\) serves in place.*/\1/p' \
+			 "$d/r.log" "$d/u.log" 2>/dev/null); do
+		kill "$p" 2>/dev/null
+	done
+}
+wait_for() { # FILE PATTERN: up to 10 s
+	i=0
+	while ! grep -q "$2" "$1" 2>/dev/null; do
+		i=$((i + 1))
+		[ $i -le 100 ] || return 1
+		sleep 0.1
+	done
+}
+gone() { # PID: up to 20 s
+	i=0
+	while kill -0 "$1" 2>/dev/null; do
+		i=$((i + 1))
+		[ $i -le 200 ] || return 1
+		sleep 0.1
+	done
+}
+# The pid of the relay that the one with pid $2 started, from its log.
+served_by() { # LOG NTH
+	sed -n 's/.*relay: process \([0-9]*\) serves in place of this one.*/\1/p' "$1" |
+		sed -n "$2p"
+}
+
+cat >peers.py <<'EOF'
+import asyncio, os, re, signal, sys
+
+async def echo_one(r, w):
+    try:
+        while True:
+            b = await r.read(65536)
+            if not b:
+                break
+            w.write(b)
+            await w.drain()
+    finally:
+        w.close()
+
+async def echo(portfile):
+    s = await asyncio.start_server(echo_one, "127.0.0.1", 0, backlog=1024)
+    with open(portfile + ".tmp", "w") as f:
+        f.write("%d\n" % s.sockets[0].getsockname()[1])
+    os.rename(portfile + ".tmp", portfile)
+    await asyncio.sleep(120)
+
+def addr(s):
+    if s.startswith("/"):
+        return dict(path=s)
+    host, port = s.rsplit(":", 1)
+    return dict(host=host, port=int(port))
+
+async def one(where, size, errors):
+    data = os.urandom(size)
+    try:
+        a = addr(where)
+        if "path" in a:
+            r, w = await asyncio.open_unix_connection(a["path"])
+        else:
+            r, w = await asyncio.open_connection(a["host"], a["port"])
+        async def send():
+            w.write(data)
+            await w.drain()
+            w.write_eof()
+        t = asyncio.ensure_future(send())
+        back = bytearray()
+        while True:
+            b = await r.read(65536)
+            if not b:
+                break
+            back += b
+        await t
+        w.close()
+        if back != data:
+            errors.append("sent %d bytes, %d came back%s" % (
+                len(data), len(back), " different" if len(back) == len(data) else ""))
+    except OSError as e:
+        errors.append(str(e))
+
+def served_by(log, nth):
+    try:
+        pids = re.findall(r"relay: process (\d+) serves in place of this one",
+                          open(log).read())
+    except OSError:
+        return None
+    return int(pids[nth]) if len(pids) > nth else None
+
+# Reload n: once `at` connections have ended, signal the relay now
+# serving; no connection past `gate` starts until the new one serves.
+async def reload(n, state, at, log):
+    while state["done"] < at:
+        await asyncio.sleep(0.005)
+    try:
+        os.kill(state["pid"], signal.SIGUSR2)
+    except OSError as e:
+        state["errors"].append("reload %d: %s" % (n + 1, e))
+        state["gate"] = 10**9
+        return
+    for _ in range(1000):
+        pid = served_by(log, n)
+        if pid:
+            state["pid"] = pid
+            state["gate"] = 10**9 if n else state["gate2"]
+            state["at"].append(state["done"])
+            return
+        await asyncio.sleep(0.01)
+    state["errors"].append("reload %d: no new relay within 10 s" % (n + 1))
+    state["gate"] = 10**9
+
+async def storm(where, total, size, pid, log):
+    errors = []
+    state = dict(done=0, pid=pid, gate=total // 2, gate2=total * 9 // 10,
+                 errors=errors, at=[])
+    sem = asyncio.Semaphore(64)
+    async def conn(i):
+        while i >= state["gate"]:
+            await asyncio.sleep(0.005)
+        async with sem:
+            await asyncio.wait_for(one(where, size, errors), 30)
+        state["done"] += 1
+    r1 = asyncio.ensure_future(reload(0, state, total * 3 // 10, log))
+    async def second():
+        await r1
+        await reload(1, state, total * 6 // 10, log)
+    r2 = asyncio.ensure_future(second())
+    res = await asyncio.gather(*[conn(i) for i in range(total)], return_exceptions=True)
+    await asyncio.gather(r1, r2)
+    bad = [r for r in res if isinstance(r, BaseException)]
+    for e in errors[:10] + [repr(b) for b in bad[:10]]:
+        print(e, file=sys.stderr)
+    print("%d connections, %d failed; reloads done after %s" %
+          (total, len(errors) + len(bad), state["at"]))
+    sys.exit(1 if errors or bad or len(state["at"]) != 2 else 0)
+
+if sys.argv[1] == "echo":
+    asyncio.run(echo(sys.argv[2]))
+elif sys.argv[1] == "storm":
+    asyncio.run(storm(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]),
+                      int(sys.argv[5]), sys.argv[6]))
+else:
+    errors = []
+    asyncio.run(one(sys.argv[2], int(sys.argv[3]), errors))
+    print("\n".join(errors), file=sys.stderr)
+    sys.exit(1 if errors else 0)
+EOF
+port() {
+	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+timeout 150 python3 peers.py echo tport &
+pids="$pids $!"
+wait_for tport . || fail $LINENO "the echo target did not start"
+tport=$(cat tport)
+
+# The relay's program is a copy in the scratch directory, so that the test
+# may put another file at its path.
+cp "$P" ./psplice || fail $LINENO "cannot copy $P"
+lport=$(port)
+./psplice relay -v -j 2 127.0.0.1:$lport 127.0.0.1:$tport 2>>r.log &
+r0=$!; pids="$pids $r0"
+wait_for r.log "listening on" || fail $LINENO "the relay did not start: $(cat r.log)"
+
+timeout 120 python3 peers.py storm 127.0.0.1:$lport 1000 65536 $r0 r.log >storm.out 2>storm.err ||
+	fail $LINENO "$(cat storm.out storm.err; tail -5 r.log)"
+r1=$(served_by r.log 1); r2=$(served_by r.log 2)
+pids="$pids $r1 $r2"
+[ -n "$r1" ] && [ -n "$r2" ] && [ "$r1" != "$r0" ] && [ "$r2" != "$r1" ] ||
+	fail $LINENO "want two new relays, got '$r1' and '$r2'"
+# The first relay drained and ended well; the second has gone too.
+wait $r0; rc=$?
+rc_is $LINENO 0
+gone $r1 || fail $LINENO "relay $r1 did not end after the second reload"
+# Nothing went wrong in any of the three.
+grep -v -e 'open$' -e 'closed: [0-9]* bytes' -e 'listening on' -e 'serves in place' \
+	-e 'draining [0-9]* connections* (again' -e 'connections 0 open' r.log >bad
+grep -q . bad && fail $LINENO "unexpected messages: $(head -5 bad)"
+is $LINENO 3 "$(grep -c 'listening on 127.0.0.1:' r.log)"
+# The last one serves, with the same options.
+timeout 30 python3 peers.py one 127.0.0.1:$lport 4096 || fail $LINENO "relay $r2 does not serve"
+is $LINENO "./psplice relay -v -j 2 127.0.0.1:$lport 127.0.0.1:$tport" "$(tr '\0' ' ' </proc/$r2/cmdline | sed 's/ $//')"
+
+# A program that cannot run: the relay says why and serves on.
+chmod a-x psplice
+: >r.log
+kill -USR2 $r2
+wait_for r.log "still serving" || fail $LINENO "no word of the failed reload: $(cat r.log)"
+is $LINENO "psplice: relay: reload failed: cannot run '$d/psplice': Permission denied" "$(grep failed r.log)"
+is $LINENO "psplice: relay: still serving (process $r2)" "$(grep still r.log)"
+chmod a+x psplice
+timeout 30 python3 peers.py one 127.0.0.1:$lport 4096 || fail $LINENO "relay $r2 stopped serving"
+# A program that runs but exits: the same, with its status.
+mv psplice psplice.real
+printf '#!/bin/sh\nexit 3\n' >psplice.tmp && chmod +x psplice.tmp && mv psplice.tmp psplice
+: >r.log
+kill -USR2 $r2
+wait_for r.log "still serving" || fail $LINENO "no word of the failed reload: $(cat r.log)"
+grep -q "psplice: relay: reload failed: the new relay (process [0-9]*) exited with status 3" r.log ||
+	fail $LINENO "$(cat r.log)"
+timeout 30 python3 peers.py one 127.0.0.1:$lport 4096 || fail $LINENO "relay $r2 stopped serving"
+kill -0 $r2 || fail $LINENO "relay $r2 has gone"
+# A new file at the path is the program run: here a script that says so
+# and runs the real one, as an upgrade's new binary would be.
+printf '#!/bin/sh\necho new >>"%s/ran"\nexec "%s/psplice.real" "$@"\n' "$d" "$d" >psplice.tmp &&
+	chmod +x psplice.tmp && mv psplice.tmp psplice
+: >r.log
+kill -USR2 $r2
+wait_for r.log "serves in place" || fail $LINENO "the new program did not take over: $(cat r.log)"
+is $LINENO new "$(cat ran)"
+r3=$(served_by r.log 1); pids="$pids $r3"
+gone $r2 || fail $LINENO "relay $r2 did not end"
+timeout 30 python3 peers.py one 127.0.0.1:$lport 4096 || fail $LINENO "relay $r3 does not serve"
+kill $r3; gone $r3 || fail $LINENO "relay $r3 did not stop"
+mv psplice.real psplice
+
+# A unix listener: its socket file stays for the new relay, which removes
+# it when it stops for good. Started by name, the program is found in PATH.
+PATH="$d:$PATH" psplice relay -v -j 2 "unix:$d/r.sock" 127.0.0.1:$tport 2>>u.log &
+u0=$!; pids="$pids $u0"
+wait_for u.log "listening on" || fail $LINENO "the relay did not start: $(cat u.log)"
+kill -USR2 $u0
+wait $u0; rc=$?
+rc_is $LINENO 0
+u1=$(served_by u.log 1); pids="$pids $u1"
+[ -S r.sock ] || fail $LINENO "the socket file has gone"
+timeout 30 python3 peers.py one "$d/r.sock" 65536 || fail $LINENO "relay $u1 does not serve"
+kill $u1; gone $u1 || fail $LINENO "relay $u1 did not stop"
+[ -e r.sock ] && fail $LINENO "the socket file is left behind"
+exit 0
