@@ -436,15 +436,20 @@ static void parse_operands(const struct cli_cmd *cmd, int argc, char **argv,
 		take_inherited(cmd, r);
 	else if (cli_parse_addr(argv[optind], &r->listen, true, &why) < 0)
 		cli_usage_error(cmd, "invalid address %s: %s", cli_quote(argv[optind]), why);
+	/* Every address checked before the table is made: a usage error
+	 * leaves nothing allocated behind it. */
+	for (i = 0; i < n; i++) {
+		const char *a = argv[optind + 1 + i];
+		struct cli_addr check;
+
+		if (cli_parse_addr(a, &check, false, &why) < 0)
+			cli_usage_error(cmd, "invalid address %s: %s", cli_quote(a), why);
+	}
 	r->targets = calloc((size_t)n, sizeof(*r->targets));
 	if (!r->targets)
 		cli_usage_error(cmd, "%s", strerror(ENOMEM));
-	for (i = 0; i < n; i++) {
-		const char *a = argv[optind + 1 + i];
-
-		if (cli_parse_addr(a, &r->targets[i].addr, false, &why) < 0)
-			cli_usage_error(cmd, "invalid address %s: %s", cli_quote(a), why);
-	}
+	for (i = 0; i < n; i++)
+		cli_parse_addr(argv[optind + 1 + i], &r->targets[i].addr, false, &why);
 	r->ntargets = n;
 	r->target = r->targets[0].addr;
 }
@@ -459,12 +464,15 @@ static int relay_main(const struct cli_cmd *cmd, int argc, char **argv)
 	int status;
 
 	parse_operands(cmd, argc, argv, &r);
-	if (cli_parse_only)
+	if (cli_parse_only) {
+		free(r.targets);
 		return 0;
+	}
 	/* O_APPEND: each record one write(2) at the end, whole even when
 	 * another relay or a rotation tool writes the same file. */
 	if (log && (r.log_fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0666)) < 0) {
 		cli_error(errno, "cannot open %s", cli_quote(log));
+		free(r.targets);
 		return 1;
 	}
 	if (!jobs) {
