@@ -46,7 +46,7 @@ CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
 BENCH_SRC := $(wildcard bench/*.c)
 # What the command's subcommands share, which the benchmark and the parser
 # fuzzers link too.
-CLI_COMMON_SRC := cli/common.c cli/parse.c cli/addr.c cli/progress.c
+CLI_COMMON_SRC := cli/common.c cli/parse.c cli/addr.c cli/progress.c cli/proxy_hdr.c
 BENCH_OBJ := $(BENCH_SRC:%.c=$(BUILD)/%.o) $(CLI_COMMON_SRC:%.c=$(BUILD)/%.o) $(BUILD)/cli/dirty.o
 BENCH_DIR ?= $(LIBEXECDIR)/psplice
 TEST_SRC := $(wildcard tests/t_*.c)

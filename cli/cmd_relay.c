@@ -22,7 +22,8 @@
 #include "relay.h"
 
 enum { OPT_MAX_CONNS = 0x200, OPT_IDLE, OPT_CONNECT, OPT_DRAIN, OPT_STATS, OPT_COPY,
-       OPT_LOWAT, OPT_NAGLE, OPT_REUSEPORT, OPT_UNIX_MODE, OPT_LOG_FORMAT, OPT_LOG };
+       OPT_LOWAT, OPT_NAGLE, OPT_REUSEPORT, OPT_UNIX_MODE, OPT_LOG_FORMAT, OPT_LOG,
+       OPT_SEND_PROXY, OPT_SEND_PROXY_V2, OPT_ACCEPT_PROXY };
 
 static const struct option longopts[] = {
 	{ "jobs", required_argument, NULL, 'j' },
@@ -38,6 +39,9 @@ static const struct option longopts[] = {
 	{ "unix-mode", required_argument, NULL, OPT_UNIX_MODE },
 	{ "log-format", required_argument, NULL, OPT_LOG_FORMAT },
 	{ "log", required_argument, NULL, OPT_LOG },
+	{ "send-proxy", no_argument, NULL, OPT_SEND_PROXY },
+	{ "send-proxy-v2", no_argument, NULL, OPT_SEND_PROXY_V2 },
+	{ "accept-proxy", no_argument, NULL, OPT_ACCEPT_PROXY },
 	{ "verbose", no_argument, NULL, 'v' },
 	CLI_COMMON_LONGOPTS
 };
@@ -322,6 +326,9 @@ static uint64_t parse_options(const struct cli_cmd *cmd, int argc, char **argv,
 		case OPT_UNIX_MODE: r->unix_mode = mode_arg(cmd, optarg); break;
 		case OPT_LOG_FORMAT: r->json = json_arg(cmd, optarg); break;
 		case OPT_LOG: *log = optarg; break;
+		case OPT_SEND_PROXY: r->send_proxy = 1; break;
+		case OPT_SEND_PROXY_V2: r->send_proxy = 2; break;
+		case OPT_ACCEPT_PROXY: r->accept_proxy = true; break;
 		case 'v': r->verbose = true; break;
 		default: cli_common_option(cmd, c);
 		}
@@ -424,6 +431,13 @@ const struct cli_cmd cli_cmd_relay = {
 	"                           how it ended, the mechanism)\n"
 	"      --log=FILE           the connections' records to FILE (appended), not\n"
 	"                           standard error\n"
+	"      --send-proxy         begin each connection to TARGET with a PROXY\n"
+	"                           protocol header (version 1, text) naming the client\n"
+	"      --send-proxy-v2      the same in version 2 (binary)\n"
+	"      --accept-proxy       each client begins with a PROXY header (version 1\n"
+	"                           or 2), which names the client for the log and for\n"
+	"                           --send-proxy*; one without a valid header within\n"
+	"                           3 seconds is dropped, nothing of it forwarded\n"
 	"  -v, --verbose            log each connection's open and close with byte counts\n"
 	"\n"
 	"Examples: " CLI_NAME " relay -v 127.0.0.1:8080 127.0.0.1:80\n"

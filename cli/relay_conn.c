@@ -119,6 +119,29 @@ static int prepare_pairs(struct conn *c, unsigned int flags)
 	return 0;
 }
 
+static void flowing(struct worker *w, struct conn *c)
+{
+	c->d[0].state = D_READ;
+	c->d[1].state = D_READ;
+	touch(w, c);
+	update_interest(w, c);
+}
+
+/* --send-proxy*: the header goes out whole before the client's first
+ * byte; what the socket did not take waits for EPOLLOUT. */
+static void send_header(struct worker *w, struct conn *c)
+{
+	int s = proxy_send(c);
+
+	if (s < 0)
+		conn_close(w, c, &(struct ending){ .how = END_ERROR, .side = SIDE_TARGET,
+						   .err = -s });
+	else if (s > 0)
+		update_interest(w, c);
+	else
+		flowing(w, c);
+}
+
 static void connected(struct worker *w, struct conn *c)
 {
 	int err = prepare_pairs(c, w->r->pair_flags);
@@ -128,10 +151,8 @@ static void connected(struct worker *w, struct conn *c)
 		conn_close(w, c, &(struct ending){ .how = END_SETUP, .err = -err });
 		return;
 	}
-	c->d[0].state = D_READ;
-	c->d[1].state = D_READ;
 	touch(w, c);
-	update_interest(w, c);
+	send_header(w, c);
 }
 
 void connect_failed(struct worker *w, struct conn *c, int err)
@@ -169,7 +190,6 @@ void conn_open(struct worker *w, int cfd, const struct sockaddr *sa, socklen_t l
 {
 	struct relay *r = w->r;
 	struct conn *c = calloc(1, sizeof(*c));
-	int tfd;
 
 	if (!c) {
 		close(cfd);
@@ -189,7 +209,27 @@ void conn_open(struct worker *w, int cfd, const struct sockaddr *sa, socklen_t l
 	w->head.next = c;
 	w->nconns++;
 	c->connecting = true;
+	if (sa->sa_family != AF_UNIX)
+		tune(r, cfd);
+	if (r->accept_proxy) {
+		/* The header first, TARGET once it is read; the -v line
+		 * then names the client it names. */
+		if (r->json)
+			log_open(r, c);
+		proxy_start(w, c);
+		return;
+	}
+	if (r->send_proxy)
+		proxy_prepare(r, c);
 	log_open(r, c);
+	conn_target(w, c);
+}
+
+/* Connect to TARGET for c. */
+void conn_target(struct worker *w, struct conn *c)
+{
+	struct relay *r = w->r;
+	int tfd;
 
 	tfd = socket(r->target.ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (tfd < 0) {
@@ -199,8 +239,6 @@ void conn_open(struct worker *w, int cfd, const struct sockaddr *sa, socklen_t l
 	c->target.fd = tfd;
 	if (r->target.ss.ss_family != AF_UNIX)
 		tune(r, tfd);
-	if (sa->sa_family != AF_UNIX)
-		tune(r, cfd);
 	c->deadline = now_ms() + r->connect_ms;
 	if (c->deadline < w->next_check)
 		w->next_check = c->deadline;
@@ -305,9 +343,18 @@ void conn_event(struct worker *w, struct conn *c, struct handle *h)
 
 	if (c->dead)
 		return;
+	if (c->awaiting) {
+		proxy_read(w, c);
+		return;
+	}
 	if (c->connecting) {
 		if (h == &c->target)
 			connect_done(w, c);
+		return;
+	}
+	if (c->hdr_off < c->hdr_len) {
+		if (h == &c->target)
+			send_header(w, c);
 		return;
 	}
 	for (i = 0; i < 2; i++) {

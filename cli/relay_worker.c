@@ -33,6 +33,12 @@ void update_interest(struct worker *w, struct conn *c)
 	uint32_t ev[2] = { 0, 0 };   /* client, target */
 	int i;
 
+	/* Edge-triggered: a header half there stays readable, and each
+	 * arrival is what is worth another look. */
+	if (c->awaiting) {
+		set_events(w, &c->client, EPOLLIN | EPOLLET);
+		return;
+	}
 	if (c->connecting) {
 		/* A socket between two connect attempts has nothing to say. */
 		set_events(w, &c->target, c->retry_at ? 0 : EPOLLOUT);
@@ -46,6 +52,9 @@ void update_interest(struct worker *w, struct conn *c)
 		else if (d->state == D_WRITE)
 			ev[d->out == &c->target] |= EPOLLOUT;
 	}
+	/* --send-proxy*: the rest of the header, before either direction. */
+	if (c->hdr_off < c->hdr_len)
+		ev[1] |= EPOLLOUT;
 	set_events(w, &c->client, ev[0]);
 	set_events(w, &c->target, ev[1]);
 }
@@ -180,7 +189,9 @@ static void sweep(struct worker *w)
 	for (c = w->head.next; c != &w->head; c = n) {
 		n = c->next;
 		if (c->deadline <= now) {
-			if (c->connecting)
+			if (c->awaiting)
+				proxy_timeout(w, c);
+			else if (c->connecting)
 				connect_failed(w, c, ETIMEDOUT);
 			else
 				conn_close(w, c, &(struct ending){ .how = END_IDLE });
