@@ -5,6 +5,7 @@
  * the relay ever reads or writes itself: its bytes are few, and the
  * client's own bytes stay in the socket for the splice. */
 #include <errno.h>
+#include <poll.h>
 #include <string.h>
 #include <sys/socket.h>
 
@@ -67,6 +68,14 @@ static size_t wanted(const unsigned char *buf, ssize_t n)
 	return PROXY_V1_MAX;
 }
 
+/* Whether the client ended its stream (or the connection failed). */
+static bool ended(int fd)
+{
+	struct pollfd p = { .fd = fd, .events = POLLRDHUP };
+
+	return poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
+}
+
 /* The header as the client sent it so far: looked at with MSG_PEEK, and
  * once whole and valid, taken off the socket exactly, so that the first
  * byte the splice sees is the client's first. A bad one is never passed
@@ -94,8 +103,9 @@ void proxy_read(struct worker *w, struct conn *c)
 		want = wanted(buf, n);
 	}
 	/* A beginning of a header: epoll says when more comes (EPOLLET), the
-	 * time limit ends the wait; the end of the stream, a truncated one. */
-	if (got == 0 && n > 0)
+	 * time limit ends the wait. The end of the stream after it, which a
+	 * peek cannot see behind the bytes, makes it a truncated one. */
+	if (got == 0 && n > 0 && !ended(c->client.fd))
 		return;
 	if (got <= 0 || recv(c->client.fd, buf, (size_t)got, 0) != got) {
 		drop(w, c, EPROTO);

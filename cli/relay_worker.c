@@ -36,7 +36,7 @@ void update_interest(struct worker *w, struct conn *c)
 	/* Edge-triggered: a header half there stays readable, and each
 	 * arrival is what is worth another look. */
 	if (c->awaiting) {
-		set_events(w, &c->client, EPOLLIN | EPOLLET);
+		set_events(w, &c->client, EPOLLIN | EPOLLRDHUP | EPOLLET);
 		return;
 	}
 	if (c->connecting) {
