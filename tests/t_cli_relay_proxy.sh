@@ -159,7 +159,7 @@ start_relay() {
 }
 stop_relay() { kill "$rpid"; wait "$rpid"; }
 
-pp serve s.port got &
+timeout 600 python3 pp.py serve s.port got &
 pids="$pids $!"
 wait_for s.port . || fail $LINENO "the echo server did not start"
 sport=$(cat s.port)
@@ -243,3 +243,72 @@ for id in 4 5 6 7 8; do
 	is $LINENO 0 "$(pp json a.json $id bytes_to_target)"
 done
 is $LINENO ETIMEDOUT "$(pp json a.json 8 errno)"
+
+# HAProxy, the protocol's reference peer, when installed.
+if ! command -v haproxy >/dev/null 2>&1; then
+	skip "haproxy missing: the tests against HAProxy"
+	exit 0
+fi
+hport=$(pp port); fport=$(pp port)
+start_relay b.log --accept-proxy --log-format=json --log=b.json 127.0.0.1:0 127.0.0.1:$sport
+# Behind: HAProxy's frontend on hport takes a header (accept-proxy), logs
+# the client it names. In front: fport sends one (send-proxy-v2) to the
+# relay, which takes it (--accept-proxy) and logs the client.
+cat >h.cfg <<EOF
+global
+	log stdout format raw local0
+defaults
+	mode tcp
+	log global
+	timeout connect 10s
+	timeout client 20s
+	timeout server 20s
+frontend behind
+	bind 127.0.0.1:$hport accept-proxy
+	log-format "client %ci:%cp bytes %B"
+	default_backend echo
+backend echo
+	server echo 127.0.0.1:$sport
+frontend front
+	bind 127.0.0.1:$fport
+	default_backend relay
+backend relay
+	server relay 127.0.0.1:$rport send-proxy-v2
+EOF
+haproxy -f h.cfg -db >h.log 2>&1 &
+hpid=$!; pids="$pids $hpid"
+i=0
+while ! pp client $fport 127.0.0.1 00 >/dev/null 2>&1; do
+	i=$((i + 1))
+	[ $i -le 20 ] || fail $LINENO "haproxy did not start: $(cat h.log)"
+	sleep 0.5
+done
+n=$((n + 1))    # that connection reached the echo server
+hb=$(pp json b.json 1 bytes_to_target)
+is $LINENO 1 "$hb"
+
+# In front: the relay's record names the client HAProxy saw.
+set -- $(pp client $fport 127.0.0.8 "$payload")
+got_is $LINENO "$payload" "$1"
+is $LINENO "127.0.0.8:$2" "$(pp json b.json 2 client)"
+stop_relay
+
+# Behind, for each version: HAProxy takes the header and logs the client.
+for flag in --send-proxy --send-proxy-v2; do
+	start_relay c.log $flag 127.0.0.1:0 127.0.0.1:$hport
+	set -- $(pp client $rport 127.0.0.9 "$payload")
+	got_is $LINENO "$payload" "$1"
+	wait_for h.log "client 127.0.0.9:$2 bytes" ||
+		fail $LINENO "$flag: HAProxy did not log client 127.0.0.9:$2: $(cat h.log)"
+	stop_relay
+done
+# Without a header, HAProxy refuses the stream: nothing reaches the echo
+# server, nothing comes back but an end or a reset.
+start_relay d.log 127.0.0.1:0 127.0.0.1:$hport
+set -- $(pp client $rport 127.0.0.1 "$payload")
+case $1 in
+-|3c72657365743e) ;;    # "<reset>"
+*) fail $LINENO "HAProxy answered a stream without a header: $1" ;;
+esac
+stop_relay
+[ ! -e got.$((n + 1)) ] || fail $LINENO "HAProxy passed a stream without a header"
