@@ -2,7 +2,8 @@
  * runs the main thread (signals, stats, the end); relay_worker.c runs each
  * worker's event loop; relay_conn.c moves one connection; relay_net.c makes
  * the sockets, relay_activate.c takes those a service manager passed;
- * relay_log.c writes each connection's record. */
+ * relay_proxy.c reads and writes PROXY protocol headers; relay_log.c
+ * writes each connection's record. */
 #ifndef CLI_RELAY_H
 #define CLI_RELAY_H
 
