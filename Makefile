@@ -46,7 +46,7 @@ CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
 BENCH_SRC := $(wildcard bench/*.c)
 # What the command's subcommands share, which the benchmark and the parser
 # fuzzers link too.
-CLI_COMMON_SRC := cli/common.c cli/parse.c cli/addr.c cli/progress.c
+CLI_COMMON_SRC := cli/common.c cli/parse.c cli/addr.c cli/progress.c cli/proxy_hdr.c
 BENCH_OBJ := $(BENCH_SRC:%.c=$(BUILD)/%.o) $(CLI_COMMON_SRC:%.c=$(BUILD)/%.o) $(BUILD)/cli/dirty.o
 BENCH_DIR ?= $(LIBEXECDIR)/psplice
 TEST_SRC := $(wildcard tests/t_*.c)
@@ -334,7 +334,7 @@ clean:
 # FUZZ_QUICK_TIME (make fuzz-quick, part of make check); fuzz-cover prints
 # the lines of src/ the driver reaches.
 FUZZ_SRC := tests/fuzz/fz_run.c tests/fuzz/fz_seq.c tests/fuzz/fz_end.c
-FUZZ_HARNESSES := ops size range addr opts
+FUZZ_HARNESSES := ops size range addr opts proxy
 FUZZ_TIME ?= 60
 FUZZ_QUICK_TIME ?= 15
 FUZZ_SEEDS ?= 400
@@ -363,7 +363,7 @@ build-fuzz/fuzz_opts: tests/fuzz/fuzz_opts.c $(FUZZ_TOOL_SRC) cli/*.h bench/*.h 
 		build-fuzz/libpsplice.a $(LDLIBS) -lm
 
 # The parser harnesses link what the subcommands share, without them.
-build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(CLI_COMMON_SRC) cli/common.h build-fuzz/libpsplice.a
+build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(CLI_COMMON_SRC) cli/common.h cli/proxy_hdr.h build-fuzz/libpsplice.a
 	$(call say,CC,$@)
 	$(Q)clang $(BASE) -Icli -O1 -g -fsanitize=fuzzer $(FUZZ_CFLAGS) -o $@ $< $(CLI_COMMON_SRC) \
 		build-fuzz/libpsplice.a $(LDLIBS) -lm

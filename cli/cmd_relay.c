@@ -23,7 +23,7 @@
 
 enum { OPT_MAX_CONNS = 0x200, OPT_IDLE, OPT_CONNECT, OPT_DRAIN, OPT_STATS, OPT_COPY,
        OPT_LOWAT, OPT_NAGLE, OPT_REUSEPORT, OPT_UNIX_MODE, OPT_LOG_FORMAT, OPT_LOG,
-       OPT_BALANCE, OPT_CHECK };
+       OPT_BALANCE, OPT_CHECK, OPT_SEND_PROXY, OPT_SEND_PROXY_V2, OPT_ACCEPT_PROXY };
 
 static const struct option longopts[] = {
 	{ "jobs", required_argument, NULL, 'j' },
@@ -41,6 +41,9 @@ static const struct option longopts[] = {
 	{ "log", required_argument, NULL, OPT_LOG },
 	{ "balance", required_argument, NULL, OPT_BALANCE },
 	{ "check-interval", required_argument, NULL, OPT_CHECK },
+	{ "send-proxy", no_argument, NULL, OPT_SEND_PROXY },
+	{ "send-proxy-v2", no_argument, NULL, OPT_SEND_PROXY_V2 },
+	{ "accept-proxy", no_argument, NULL, OPT_ACCEPT_PROXY },
 	{ "verbose", no_argument, NULL, 'v' },
 	CLI_COMMON_LONGOPTS
 };
@@ -398,6 +401,9 @@ static uint64_t parse_options(const struct cli_cmd *cmd, int argc, char **argv,
 		case OPT_LOG: *log = optarg; break;
 		case OPT_BALANCE: r->balance = balance_arg(cmd, optarg); break;
 		case OPT_CHECK: r->check_ms = secs_arg(cmd, "--check-interval", optarg); break;
+		case OPT_SEND_PROXY: r->send_proxy = 1; break;
+		case OPT_SEND_PROXY_V2: r->send_proxy = 2; break;
+		case OPT_ACCEPT_PROXY: r->accept_proxy = true; break;
 		case 'v': r->verbose = true; break;
 		default: cli_common_option(cmd, c);
 		}
@@ -538,6 +544,13 @@ const struct cli_cmd cli_cmd_relay = {
 	"      --check-interval=SEC probe the down targets with a connect every SEC\n"
 	"                           seconds and bring back those that answer\n"
 	"                           (default 2; 0: only a connection that tries them)\n"
+	"      --send-proxy         begin each connection to TARGET with a PROXY\n"
+	"                           protocol header (version 1, text) naming the client\n"
+	"      --send-proxy-v2      the same in version 2 (binary)\n"
+	"      --accept-proxy       each client begins with a PROXY header (version 1\n"
+	"                           or 2), which names the client for the log and for\n"
+	"                           --send-proxy*; one without a valid header within\n"
+	"                           3 seconds is dropped, nothing of it forwarded\n"
 	"  -v, --verbose            log each connection's open and close with byte counts\n"
 	"\n"
 	"Examples: " CLI_NAME " relay -v 127.0.0.1:8080 127.0.0.1:80\n"

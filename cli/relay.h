@@ -2,7 +2,8 @@
  * runs the main thread (signals, stats, the end); relay_worker.c runs each
  * worker's event loop; relay_conn.c moves one connection; relay_net.c makes
  * the sockets, relay_activate.c takes those a service manager passed;
- * relay_log.c writes each connection's record. */
+ * relay_proxy.c reads and writes PROXY protocol headers; relay_log.c
+ * writes each connection's record. */
 #ifndef CLI_RELAY_H
 #define CLI_RELAY_H
 
@@ -14,6 +15,7 @@
 #include <sys/types.h>
 
 #include "common.h"
+#include "proxy_hdr.h"
 
 #define CHUNK (1u << 20)     /* asked of each move */
 #define BUDGET 16            /* calls per direction per event: fairness */
@@ -22,6 +24,7 @@
 #define RECONNECT_MS 20      /* a unix target with a full queue, the same */
 #define NEVER INT64_MAX
 #define NOTE_MS 5000         /* a repeated error is said at most this often */
+#define PROXY_WAIT_MS 3000   /* --accept-proxy: the header comes within this */
 
 /* An error that may come many times a second, from every worker (accept
  * out of fds: the queue stays readable, and each retry fails again): said
@@ -76,6 +79,8 @@ struct relay {
 	int nlisten;                     /* listeners each worker watches */
 	char **listen_names;             /* LISTEN_FDNAMES, one a listener; or NULL */
 	int unix_mode;                   /* a unix listener's mode; -1: the umask's */
+	int send_proxy;                  /* --send-proxy: 1, --send-proxy-v2: 2; 0: none */
+	bool accept_proxy;               /* a PROXY header starts each connection */
 	bool verbose;
 	bool json;                       /* --log-format=json */
 	int log_fd;                      /* --log's file; standard error */
@@ -119,7 +124,8 @@ enum end_how {
 	END_IDLE,        /* --idle-timeout */
 	END_DRAIN,       /* --drain-timeout after a stop signal */
 	END_CONNECT,     /* TARGET could not be reached */
-	END_SETUP        /* the pairs could not be prepared */
+	END_SETUP,       /* the pairs could not be prepared */
+	END_PROXY        /* --accept-proxy: no valid header in time */
 };
 
 enum end_side { SIDE_RELAY, SIDE_CLIENT, SIDE_TARGET };
@@ -148,6 +154,9 @@ struct conn {
 	int64_t start_ns;    /* CLOCK_REALTIME, with --log-format=json */
 	int64_t start_mono;  /* cli_now_ns(), the same */
 	char peer[128];      /* "unix:" and a whole sun_path */
+	bool awaiting;       /* --accept-proxy: the client's header not read yet */
+	uint16_t hdr_len, hdr_off; /* --send-proxy*: the header, and how much is sent */
+	unsigned char hdr[PROXY_OUT_MAX];
 };
 
 struct worker {
@@ -207,6 +216,14 @@ void conn_event(struct worker *w, struct conn *c, struct handle *h);
 void conn_close(struct worker *w, struct conn *c, const struct ending *e);
 void connect_failed(struct worker *w, struct conn *c, int err);
 void try_connect(struct worker *w, struct conn *c);
+int conn_target(struct worker *w, struct conn *c);
+
+/* relay_proxy.c */
+void proxy_prepare(const struct relay *r, struct conn *c);
+void proxy_start(struct worker *w, struct conn *c);
+void proxy_read(struct worker *w, struct conn *c);
+void proxy_timeout(struct worker *w, struct conn *c);
+int proxy_send(struct conn *c);
 
 /* relay_targets.c */
 void targets_text(const struct relay *r, char *buf, size_t size);

@@ -126,7 +126,28 @@ static int prepare_pairs(struct conn *c, unsigned int flags)
 	return 0;
 }
 
-static int start_target(struct worker *w, struct conn *c);
+static void flowing(struct worker *w, struct conn *c)
+{
+	c->d[0].state = D_READ;
+	c->d[1].state = D_READ;
+	touch(w, c);
+	update_interest(w, c);
+}
+
+/* --send-proxy*: the header goes out whole before the client's first
+ * byte; what the socket did not take waits for EPOLLOUT. */
+static void send_header(struct worker *w, struct conn *c)
+{
+	int s = proxy_send(c);
+
+	if (s < 0)
+		conn_close(w, c, &(struct ending){ .how = END_ERROR, .side = SIDE_TARGET,
+						   .err = -s });
+	else if (s > 0)
+		update_interest(w, c);
+	else
+		flowing(w, c);
+}
 
 static void connected(struct worker *w, struct conn *c)
 {
@@ -139,10 +160,8 @@ static void connected(struct worker *w, struct conn *c)
 		conn_close(w, c, &(struct ending){ .how = END_SETUP, .err = -err });
 		return;
 	}
-	c->d[0].state = D_READ;
-	c->d[1].state = D_READ;
 	touch(w, c);
-	update_interest(w, c);
+	send_header(w, c);
 }
 
 /* A target that failed is marked down and the next one tried; when none
@@ -173,7 +192,7 @@ void connect_failed(struct worker *w, struct conn *c, int err)
 		c->target.fd = -1;
 		c->target.events = 0;
 	}
-	if (own_fault(err) || start_target(w, c) < 0)
+	if (own_fault(err) || conn_target(w, c) < 0)
 		give_up(w, c, err);
 }
 
@@ -202,7 +221,7 @@ void try_connect(struct worker *w, struct conn *c)
 
 /* Connect c to the next target --balance picks, with a connect timeout
  * of its own. -1 when every target was tried. */
-static int start_target(struct worker *w, struct conn *c)
+int conn_target(struct worker *w, struct conn *c)
 {
 	struct relay *r = w->r;
 	struct target *t = target_pick(r, c);
@@ -251,11 +270,20 @@ void conn_open(struct worker *w, int cfd, const struct sockaddr *sa, socklen_t l
 	c->connecting = true;
 	if (r->balance == BAL_ROUNDROBIN)
 		c->turn = (unsigned int)(atomic_fetch_add(&r->turn, 1) % (unsigned int)r->ntargets);
-	log_open(r, c);
-
 	if (sa->sa_family != AF_UNIX)
 		tune(r, cfd);
-	start_target(w, c);
+	if (r->accept_proxy) {
+		/* The header first, TARGET once it is read; the -v line
+		 * then names the client it names. */
+		if (r->json)
+			log_open(r, c);
+		proxy_start(w, c);
+		return;
+	}
+	if (r->send_proxy)
+		proxy_prepare(r, c);
+	log_open(r, c);
+	conn_target(w, c);
 }
 
 static void connect_done(struct worker *w, struct conn *c)
@@ -356,9 +384,18 @@ void conn_event(struct worker *w, struct conn *c, struct handle *h)
 
 	if (c->dead)
 		return;
+	if (c->awaiting) {
+		proxy_read(w, c);
+		return;
+	}
 	if (c->connecting) {
 		if (h == &c->target)
 			connect_done(w, c);
+		return;
+	}
+	if (c->hdr_off < c->hdr_len) {
+		if (h == &c->target)
+			send_header(w, c);
 		return;
 	}
 	for (i = 0; i < 2; i++) {

@@ -110,6 +110,7 @@ static const char *const end_name[] = {
 	[END_FIN] = "fin", [END_RST] = "rst", [END_ERROR] = "error",
 	[END_IDLE] = "idle_timeout", [END_DRAIN] = "drain_timeout",
 	[END_CONNECT] = "connect_error", [END_SETUP] = "setup_error",
+	[END_PROXY] = "proxy_header",
 };
 static const char *const side_name[] = {
 	[SIDE_RELAY] = "relay", [SIDE_CLIENT] = "client", [SIDE_TARGET] = "target",
@@ -149,12 +150,17 @@ static void log_json(struct relay *r, const struct conn *c, const struct ending 
 	struct rec rec = { .len = 0 };
 	int64_t ms = (cli_now_ns() - c->start_mono) / 1000000;
 
-	addr_text((const struct sockaddr *)&c->tgt->addr.ss, c->tgt->addr.len, target,
-		  sizeof(target));
 	add(&rec, "{\"id\":%" PRIu64 ",\"client\":", c->id);
 	add_str(&rec, c->peer);
 	add(&rec, ",\"target\":");
-	add_str(&rec, target);
+	/* None yet for a client dropped before its PROXY header was read. */
+	if (c->tgt) {
+		addr_text((const struct sockaddr *)&c->tgt->addr.ss, c->tgt->addr.len, target,
+			  sizeof(target));
+		add_str(&rec, target);
+	} else {
+		add(&rec, "null");
+	}
 	add(&rec, ",\"start\":");
 	add_time(&rec, c->start_ns);
 	add(&rec, ",\"duration\":%" PRId64 ".%03d", ms / 1000, (int)(ms % 1000));
@@ -186,6 +192,7 @@ static const char *end_text(const struct ending *e)
 	case END_IDLE: return "idle timeout";
 	case END_DRAIN: return "closed at drain timeout";
 	case END_SETUP: return "cannot relay";
+	case END_PROXY: return "dropped, no valid PROXY header";
 	default: return NULL;
 	}
 }

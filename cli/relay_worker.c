@@ -39,6 +39,12 @@ void update_interest(struct worker *w, struct conn *c)
 	uint32_t ev[2] = { 0, 0 };   /* client, target */
 	int i;
 
+	/* Edge-triggered: a header half there stays readable, and each
+	 * arrival is what is worth another look. */
+	if (c->awaiting) {
+		set_events(w, &c->client, EPOLLIN | EPOLLRDHUP | EPOLLET);
+		return;
+	}
 	if (c->connecting) {
 		/* A socket between two connect attempts has nothing to say. */
 		set_events(w, &c->target, c->retry_at ? 0 : EPOLLOUT);
@@ -52,6 +58,9 @@ void update_interest(struct worker *w, struct conn *c)
 		else if (d->state == D_WRITE)
 			ev[d->out == &c->target] |= EPOLLOUT;
 	}
+	/* --send-proxy*: the rest of the header, before either direction. */
+	if (c->hdr_off < c->hdr_len)
+		ev[1] |= EPOLLOUT;
 	set_events(w, &c->client, ev[0]);
 	set_events(w, &c->target, ev[1]);
 }
@@ -187,7 +196,9 @@ static void sweep(struct worker *w)
 		n = c->next;
 		if (c->deadline <= now) {
 			/* A timed out connect may go on to the next target. */
-			if (c->connecting)
+			if (c->awaiting)
+				proxy_timeout(w, c);
+			else if (c->connecting)
 				connect_failed(w, c, ETIMEDOUT);
 			else
 				conn_close(w, c, &(struct ending){ .how = END_IDLE });

@@ -29,6 +29,9 @@ check)
 	# tar under psplice exec.
 	want strace strace
 	want tar tar
+	# t_cli_relay_proxy.sh puts HAProxy behind and in front of the relay,
+	# the PROXY protocol's reference peer.
+	want haproxy haproxy
 	# t_cli_relay_act.sh starts the relay as systemd would, socket-activated.
 	want systemd-socket-activate systemd
 	# t_cli_exec.sh links a static program (cc -static wants libc.a).

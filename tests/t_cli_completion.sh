@@ -85,7 +85,7 @@ for cmd in $cmds; do
 	src=$top/cli/cmd_$cmd.c
 	[ "$cmd" != bench ] || src=$top/bench/cmd_bench.c
 	[ -r "$src" ] || fail $LINENO "no $src for command $cmd"
-	long=$(sed -n 's/^[[:space:]]*{ "\([a-z-]*\)", \([a-z_]*\),.*/\1 \2/p' "$src" |
+	long=$(sed -n 's/^[[:space:]]*{ "\([a-z0-9-]*\)", \([a-z_]*\),.*/\1 \2/p' "$src" |
 		while read -r o kind; do
 			case $kind in
 			no_argument) echo "--$o" ;;
