@@ -65,23 +65,48 @@ static bool elf_id(int fd, struct elf_id *id)
 	return true;
 }
 
-/* Whether the program, of the library's own kind, names a loader
- * (PT_INTERP); true when that cannot be read, so as to say nothing. */
-static bool has_interp(int fd)
+/* Whether the dynamic section at ph names the file itself (DT_SONAME): a
+ * shared library's mark, which a static-pie program has not. */
+static bool has_soname(int fd, const ElfW(Phdr) *ph)
 {
-	ElfW(Ehdr) eh;
-	ElfW(Phdr) ph;
-	unsigned int i;
+	ElfW(Dyn) d;
+	size_t i;
 
-	if (!read_all(fd, &eh, sizeof(eh), 0) || eh.e_phentsize != sizeof(ph))
-		return true;
-	for (i = 0; i < eh.e_phnum; i++) {
-		if (!read_all(fd, &ph, sizeof(ph), (off_t)(eh.e_phoff + i * sizeof(ph))))
-			return true;
-		if (ph.p_type == PT_INTERP)
+	for (i = 0; i < ph->p_filesz / sizeof(d); i++) {
+		if (!read_all(fd, &d, sizeof(d), (off_t)(ph->p_offset + i * sizeof(d))) ||
+		    d.d_tag == DT_NULL)
+			return false;
+		if (d.d_tag == DT_SONAME)
 			return true;
 	}
 	return false;
+}
+
+/* Whether the program, of the library's own kind, is linked statically:
+ * an executable with no loader named (PT_INTERP), static or static-pie.
+ * Not an object file or a core, which execve refuses anyway, nor a shared
+ * library run as a program: the loader itself (ld.so PROG) honours
+ * LD_PRELOAD for the program it runs. False when the file cannot be read,
+ * so as to say nothing. */
+static bool is_static(int fd)
+{
+	ElfW(Ehdr) eh;
+	ElfW(Phdr) ph;
+	bool dyn_named = false;
+	unsigned int i;
+
+	if (!read_all(fd, &eh, sizeof(eh), 0) || eh.e_phentsize != sizeof(ph) ||
+	    (eh.e_type != ET_EXEC && eh.e_type != ET_DYN))
+		return false;
+	for (i = 0; i < eh.e_phnum; i++) {
+		if (!read_all(fd, &ph, sizeof(ph), (off_t)(eh.e_phoff + i * sizeof(ph))))
+			return false;
+		if (ph.p_type == PT_INTERP)
+			return false;
+		if (ph.p_type == PT_DYNAMIC && eh.e_type == ET_DYN)
+			dyn_named = has_soname(fd, &ph);
+	}
+	return !dyn_named;
 }
 
 /* Secure-execution mode: the set-user-ID bit of a file another user owns,
@@ -145,7 +170,7 @@ static const char *judge(const char *path, const struct elf_id *lib, int depth, 
 	if (elf_id(fd, &id)) {
 		if (id.cls != lib->cls || id.data != lib->data || id.machine != lib->machine)
 			why = "is built for another machine or word size than the library";
-		else if (!has_interp(fd))
+		else if (is_static(fd))
 			why = "is statically linked";
 		else
 			why = secure(fd, &st);

@@ -74,6 +74,26 @@ cp "$(command -v cat)" mycat || fail $LINENO "cannot copy cat"
 $P exec -v -- ./mycat /proc/self/maps >maps 2>err; rc=$?; rc_is $LINENO 0
 is $LINENO 1 "$(wc -l <err)"
 grep -q libpsplice-preload maps || fail $LINENO "the library is not in a plain cat's maps"
+# The loader run as the program (ld.so PROG) has no PT_INTERP either, but
+# it loads the preload library into the program it runs: nothing to say.
+# A static-pie program, shaped like it (ET_DYN) but without a DT_SONAME, is.
+ld=$(sed -n 's/.*interpreter: \(.*\)]/\1/p' <<EOF_LD
+$(LC_ALL=C readelf -l mycat 2>/dev/null)
+EOF_LD
+)
+if [ -n "$ld" ]; then
+	$P exec -v -- "$ld" ./mycat /proc/self/maps >maps 2>err; rc=$?; rc_is $LINENO 0
+	is $LINENO 1 "$(wc -l <err)"
+	grep -q libpsplice-preload maps || fail $LINENO "the library is not in the maps of cat run by $ld"
+else
+	skip "readelf cannot name the loader (binutils)"
+fi
+if cc -static-pie -o stp st.c 2>/dev/null; then
+	$P exec -v -- ./stp 2>err; rc=$?; rc_is $LINENO 3
+	is $LINENO "psplice exec: './stp' is statically linked: nothing is paced" "$(tail -n 1 err)"
+else
+	skip "cc -static-pie cannot link (libc6-dev's rcrt1.o)"
+fi
 if [ "$(id -u)" = 0 ] && id nobody >/dev/null 2>&1 && chown nobody mycat && chmod u+s mycat &&
 	python3 -c 'import os, sys; sys.exit(os.statvfs(".").f_flag & os.ST_NOSUID)'; then
 	$P exec -v -- ./mycat /proc/self/maps >maps 2>err; rc=$?; rc_is $LINENO 0
