@@ -42,6 +42,8 @@ static void mode_letters(mode_t m, char s[10])
  * stdin that starts with y or Y; no (0) otherwise, and at end of input; -1,
  * said, when stdin cannot be read (closed): a question no one could answer
  * fails the file, as in cp. */
+static bool stdin_failed;
+
 static int ask(const struct cp_opts *o, const struct cp_at *dst, const struct stat *d)
 {
 	char *line = NULL, perms[10];
@@ -61,7 +63,11 @@ static int ask(const struct cp_opts *o, const struct cp_at *dst, const struct st
 	fflush(stderr);
 	yes = getline(&line, &size, stdin) > 0 && (line[0] == 'y' || line[0] == 'Y');
 	if (!yes && ferror(stdin)) {
-		cli_error(errno, "error reading %s", cli_quote("standard input"));
+		/* Said once: the next questions fail the same way (-i runs
+		 * one thread, so a plain flag serves). */
+		if (!stdin_failed)
+			cli_error(errno, "error reading %s", cli_quote("standard input"));
+		stdin_failed = true;
 		yes = -1;
 	}
 	free(line);

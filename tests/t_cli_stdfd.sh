@@ -110,6 +110,13 @@ err_is $LINENO "psplice: overwrite 'dst'? $ebadf_in"
 content_is $LINENO dst old
 echo old > g.dst; gnu_too $LINENO 0 cp -i src g.dst
 content_is $LINENO g.dst old
+# Several files: each is asked and kept, the read error said once.
+mkdir -p many.s many.d
+for f in a b c; do echo new > many.s/$f; echo old > many.d/$f; done
+closed 0 "$P" cp -i many.s/a many.s/b many.s/c many.d; rc_is $LINENO 1
+is $LINENO 1 "$(grep -c 'error reading' err)"
+is $LINENO 3 "$(grep -o 'overwrite' err | wc -l)"
+is $LINENO "old old old" "$(cat many.d/a many.d/b many.d/c | tr '\n' ' ' | sed 's/ $//')"
 # cp -v: the report went inside d. Lost, it fails the command, as cp -v
 # fails when its output cannot be written.
 printf 'payload\n' > s
