@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <dirent.h>
 #include <inttypes.h>
 #include <poll.h>
 #include <pthread.h>
@@ -60,16 +61,45 @@ static void print_stats(struct relay *r)
 		(uint64_t)atomic_load(&r->copied));
 }
 
-/* A second stop signal: the connections are not waited for. The relay
- * ends as the signal's default action ends a program, not with an exit
- * status of its own: a shell that sees its child killed by SIGINT stops the
- * script it runs too, as it would for any program interrupted by Ctrl-C
- * (an exit status of 130 would let the script go on). The kernel closes
- * every socket. */
-static void die_of(int signo)
+/* Every connected socket of the process set to close with a reset, as
+ * the kernel closes them when the process dies: a stream cut there must
+ * not look ended (FIN) to its peer. The workers still run, so the fds are
+ * found in /proc rather than in their lists; one closed and reused under
+ * us is another of our sockets, cut all the same. */
+static void reset_all(void)
 {
+	struct linger now = { .l_onoff = 1, .l_linger = 0 };
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	int fd, listening;
+	socklen_t len;
+
+	while (d && (e = readdir(d))) {
+		fd = atoi(e->d_name);
+		len = sizeof(listening);
+		if (fd > STDERR_FILENO && fd != dirfd(d) &&
+		    getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) == 0 && !listening)
+			(void)setsockopt(fd, SOL_SOCKET, SO_LINGER, &now, sizeof(now));
+	}
+	if (d)
+		closedir(d);
+}
+
+/* A second stop signal: the connections are not waited for, and each
+ * still open is reset. The relay ends as the signal's default action ends
+ * a program, not with an exit status of its own: a shell that sees its
+ * child killed by SIGINT stops the script it runs too, as it would for
+ * any program interrupted by Ctrl-C (an exit status of 130 would let the
+ * script go on). The kernel closes every socket. */
+static void die_of(struct relay *r, int signo)
+{
+	uint64_t open = atomic_load(&r->open);
 	sigset_t set;
 
+	if (open)
+		cli_say("relay: stopping now: %" PRIu64 " connection%s reset", open,
+			open == 1 ? "" : "s");
+	reset_all();
 	signal(signo, SIG_DFL);
 	sigemptyset(&set);
 	sigaddset(&set, signo);
@@ -87,10 +117,12 @@ static void stop(struct relay *r, struct worker *w, int signo)
 	int i;
 
 	if (atomic_load(&r->draining))
-		die_of(signo);
-	if (open || r->verbose)
+		die_of(r, signo);
+	if (open)
 		cli_say("relay: draining %" PRIu64 " connection%s (again to stop now)", open,
 			open == 1 ? "" : "s");
+	else if (r->verbose)
+		cli_say("relay: stopping: no connections to drain");
 	/* The socket file a new relay serves stays. */
 	if (r->listen.ss.ss_family == AF_UNIX && !atomic_load(&r->handed_over))
 		unlink(((struct sockaddr_un *)&r->listen.ss)->sun_path);

@@ -127,8 +127,9 @@ def hold(addr, readyfile):
     try:
         while c.recv(100):
             pass
+        print("fin")
     except ConnectionResetError:
-        pass
+        print("rst")
 
 m = sys.argv[1]
 if m == "echo":
@@ -183,7 +184,7 @@ kill -TERM $rpid
 gone $rpid 20 || fail $LINENO "the relay did not end after SIGTERM"
 clean_log $LINENO race.log
 ended $LINENO $rpid 0
-bad=$(grep -v -E "^psplice: relay: (#[0-9]+ 127\.0\.0\.1:[0-9]+ (open|closed: 0 bytes client->target, 0 bytes target->client)|#[0-9]+ 127\.0\.0\.1:[0-9]+: cannot connect to '127\.0\.0\.1:$dead': Connection refused|listening on .*|connections 0 open, [0-9]+ total; .*|draining [0-9]+ connections? \(again to stop now\))$" race.log | head -3)
+bad=$(grep -v -E "^psplice: relay: (#[0-9]+ 127\.0\.0\.1:[0-9]+ (open|closed: 0 bytes client->target, 0 bytes target->client)|#[0-9]+ 127\.0\.0\.1:[0-9]+: cannot connect to '127\.0\.0\.1:$dead': Connection refused|listening on .*|connections 0 open, [0-9]+ total; .*|draining [0-9]+ connections? \(again to stop now\)|stopping: no connections to drain)$" race.log | head -3)
 [ -z "$bad" ] || fail $LINENO "torn or mixed lines: $bad"
 is $LINENO $n "$(grep -c 'cannot connect' race.log)"
 is $LINENO $n "$(grep -c ' open$' race.log)"
@@ -259,4 +260,8 @@ clean_log $LINENO int2.log
 ended $LINENO $rpid 130
 gone $client 3 || fail $LINENO "the client's connection was not closed"
 wait $client || fail $LINENO "the held connection: $(cat hold.out)"
+# Cut where it stood: the client must not take that for an end.
+is $LINENO rst "$(cat hold.out)"
+grep -q '^psplice: relay: stopping now: 1 connection reset$' int2.log ||
+	fail $LINENO "the second SIGINT did not say what it cut: $(cat int2.log)"
 exit 0
