@@ -17,13 +17,13 @@ call that wrote the last (the pipe then holds at most its size behind):
 
 Every pipe is grown to --pipe-size (1 MiB, as psplice cat grows its output)
 for every method alike. The methods take turns, --runs rounds (7 or more);
-in each round the binding and C run one right after the other, in the
-opposite order from the round before, so that whatever else the machine
-does weighs on both alike. The goal is stated per round: the median of the
-rounds' binding/C time ratios, with the smallest and largest, for the wall
-time and for the CPU time of the copying thread (which the machine's other
-load barely moves); then the binding against copyfileobj (goal 5x or
-more).
+in each round the binding and C run --pairs times one right after the
+other, each pair in the opposite order from the last, so that whatever
+else the machine does weighs on both alike. The goal is stated per pair:
+the median of the pairs' binding/C time ratios, with the smallest and
+largest, for the wall time and for the CPU time of the copying thread
+(which the machine's other load barely moves); then the binding against
+copyfileobj (goal 5x or more).
 
 --calls N then times N small copies (4 KiB, positional, into /dev/null) by
 the binding and by C, CPU time per call: the binding's own cost on every
@@ -212,22 +212,24 @@ def c_copy(exe):
 def spread(ratios):
     """The median of per-round ratios, with the smallest and largest."""
     return (f"median {statistics.median(ratios):.3f} "
-            f"(min {min(ratios):.3f}, max {max(ratios):.3f}, {len(ratios)} rounds)")
+            f"(min {min(ratios):.3f}, max {max(ratios):.3f}, {len(ratios)} pairs)")
 
 
 def rounds(path, args, methods):
-    """Runs every method once a round; the binding and C back to back, in
-    turn first. Returns each method's (wall, cpu) per round and its method
-    name."""
+    """Runs every method once a round, the binding and C --pairs times, back
+    to back and each pair in the other order from the last. Returns each
+    method's (wall, cpu) per run and its method name."""
     times = {m: [] for m in methods}
     how = {}
+    paired = ["binding", "c"] if "c" in methods else ["binding"]
+    rest = [m for m in methods if m not in paired]
     # Round -1 warms up (the binding's first call loads what later ones
     # find ready) and is not counted.
     for i in range(-1, args.runs):
-        order = list(methods)
-        if i % 2 and "c" in methods:
-            order[0:2] = order[1::-1]
-        for name in order:
+        order = []
+        for j in range(args.pairs):
+            order += paired[::-1] if (i * args.pairs + j) % 2 else paired
+        for name in order + rest:
             pipe = Drained(args.pipe_size)
             try:
                 t, cpu, n, how[name] = methods[name](path, pipe)
@@ -260,6 +262,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--size", type=size_arg, default=1 << 30)
     ap.add_argument("--runs", type=int, default=9)
+    ap.add_argument("--pairs", type=int, default=3,
+                    help="runs of the binding and of C in each round")
     ap.add_argument("--calls", type=int, default=0,
                     help="then time this many small copies, binding and C")
     ap.add_argument("--pipe-size", type=size_arg, default=1 << 20)
@@ -288,15 +292,15 @@ def main():
     cpu = {m: [c for _, c in v] for m, v in times.items()}
     med = {m: statistics.median(v) for m, v in wall.items()}
     for m in methods:
-        print(f"  {m:12s} {gib / (med[m] / 1e9):7.2f} GiB/s median ({how[m]}; rounds: "
+        print(f"  {m:12s} {gib / (med[m] / 1e9):7.2f} GiB/s median ({how[m]}; runs: "
               + ", ".join(f"{gib / (t / 1e9):.2f}" for t in wall[m]) + ")")
     print(f"binding/copyfileobj speed: {med['copyfileobj'] / med['binding']:.2f}x (goal >= 5)")
     print(f"binding/readinto speed: {med['readinto'] / med['binding']:.2f}x")
     if "c" in med:
         ratio = [b / c for b, c in zip(wall["binding"], wall["c"])]
-        print(f"binding time / C time, per round: {spread(ratio)} (goal <= 1.05)")
+        print(f"binding time / C time, per pair: {spread(ratio)} (goal <= 1.05)")
         ratio = [b / c for b, c in zip(cpu["binding"], cpu["c"])]
-        print(f"binding CPU / C CPU, per round: {spread(ratio)}")
+        print(f"binding CPU / C CPU, per pair: {spread(ratio)}")
     if calls:
         py, c = calls
         print(f"a 4 KiB copy into /dev/null, CPU per call: binding {py / 1e3:.2f} us, "
