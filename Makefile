@@ -274,9 +274,10 @@ check-rust: lib
 # The bindings' copy of a cached file into a pipe against their language's
 # own (shutil.copyfileobj, std::io::copy) and against the C library, in the
 # same run (BINDINGS_MIB, 1024; 256 with QUICK=1). Binding and C run back
-# to back in each of 9 rounds, and the ratio to C is the median of the
-# rounds' own, wall and CPU: on a busy machine one round's wall time can
-# be twice another's. Then the binding's CPU per small copy against C's.
+# to back, three pairs in each of 9 rounds, and the ratio to C is the
+# median of the pairs' own, wall and CPU: on a busy machine one run's wall
+# time can be twice the next one's. Then the Python binding's CPU per
+# small copy against C's.
 # Part of make bench.
 BINDINGS_MIB ?= $(if $(QUICK),256,1024)
 bench-bindings: tools
