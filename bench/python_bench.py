@@ -16,9 +16,19 @@ call that wrote the last (the pipe then holds at most its size behind):
               same libpsplice.so.0 (built here with cc), timed inside it
 
 Every pipe is grown to --pipe-size (1 MiB, as psplice cat grows its output)
-for every method alike. The methods take turns, --runs rounds, and the
-median of each is reported, with the ratios the goal is stated in: the
-binding within 1.05x of C, and 5x or more of copyfileobj.
+for every method alike. The methods take turns, --runs rounds (7 or more);
+in each round the binding and C run --pairs times one right after the
+other, each pair in the opposite order from the last, so that whatever
+else the machine does weighs on both alike. The goal is stated per pair:
+the median of the pairs' binding/C time ratios, with the smallest and
+largest, for the wall time and for the CPU time of the copying thread
+(which the machine's other load barely moves); then the binding against
+copyfileobj (goal 5x or more).
+
+--calls N then times N small copies (4 KiB, positional, into /dev/null) by
+the binding and by C, CPU time per call: the binding's own cost on every
+call, which a copy of a large file hides and a relay's many small moves do
+not.
 
   LD_LIBRARY_PATH=build /usr/bin/python3 bench/python_bench.py --size 1G
 """
@@ -44,26 +54,56 @@ import psplice  # noqa: E402
 C_LOOP = r"""
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <time.h>
 #include <psplice.h>
 
+static long long ns(clockid_t clock)
+{
+	struct timespec t;
+
+	clock_gettime(clock, &t);
+	return (long long)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+/* loop FILE: FILE to standard output, one psplice_copy().
+ * loop FILE N: N copies of FILE's first 4 KiB, positional, to standard
+ * output. Says on standard error: wall ns, CPU ns, bytes, method. */
 int main(int argc, char **argv)
 {
-	struct psplice_result r;
-	struct timespec a, b;
+	struct psplice_result r = { 0 };
+	long long wall, cpu, calls = argc == 3 ? atoll(argv[2]) : 0;
+	unsigned long long total = 0;
 	int fd;
 
-	if (argc != 2 || (fd = open(argv[1], O_RDONLY)) < 0)
+	if (argc < 2 || argc > 3 || (fd = open(argv[1], O_RDONLY)) < 0)
 		return 2;
-	clock_gettime(CLOCK_MONOTONIC, &a);
-	if (psplice_copy(fd, NULL, 1, NULL, PSPLICE_TO_EOF, 0, &r) < 0) {
+	/* One untimed call first, as the binding's process made calls before:
+	 * the library's code paged in and its symbols bound. */
+	if (psplice_copy(fd, &(int64_t){ 0 }, 1, NULL, 4096, 0, &r) < 0) {
 		perror("psplice_copy");
 		return 1;
 	}
-	clock_gettime(CLOCK_MONOTONIC, &b);
-	fprintf(stderr, "%lld %llu %s\n",
-		(long long)(b.tv_sec - a.tv_sec) * 1000000000 + (b.tv_nsec - a.tv_nsec),
-		(unsigned long long)r.out_bytes, psplice_method_name(r.method));
+	wall = ns(CLOCK_MONOTONIC);
+	cpu = ns(CLOCK_THREAD_CPUTIME_ID);
+	if (!calls && psplice_copy(fd, NULL, 1, NULL, PSPLICE_TO_EOF, 0, &r) < 0) {
+		perror("psplice_copy");
+		return 1;
+	}
+	total = calls ? 0 : r.out_bytes;
+	for (long long i = 0; i < calls; i++) {
+		int64_t off = 0;
+
+		if (psplice_copy(fd, &off, 1, NULL, 4096, 0, &r) < 0) {
+			perror("psplice_copy");
+			return 1;
+		}
+		total += r.out_bytes;
+	}
+	cpu = ns(CLOCK_THREAD_CPUTIME_ID) - cpu;
+	wall = ns(CLOCK_MONOTONIC) - wall;
+	fprintf(stderr, "%lld %lld %llu %s\n", wall, cpu, total,
+		psplice_method_name(r.method));
 	return 0;
 }
 """
@@ -116,54 +156,116 @@ class Drained:
             raise RuntimeError("the reader failed")
 
 
+def timed(fn):
+    """fn()'s wall and CPU time (this thread's) in ns, and what it returned."""
+    w, c = time.perf_counter_ns(), time.thread_time_ns()
+    r = fn()
+    return time.perf_counter_ns() - w, time.thread_time_ns() - c, r
+
+
 def run_binding(path, pipe):
     with open(path, "rb") as f:
-        t0 = time.perf_counter_ns()
-        r = psplice.copy(f, pipe.w)
-        t = time.perf_counter_ns() - t0
-    return t, r.out_bytes, str(r.method)
+        t, cpu, r = timed(lambda: psplice.copy(f, pipe.w))
+    return t, cpu, r.out_bytes, str(r.method)
 
 
 def run_copyfileobj(path, pipe):
-    with open(path, "rb") as f, open(pipe.w, "wb", closefd=False) as out:
-        t0 = time.perf_counter_ns()
+    def go():
         shutil.copyfileobj(f, out)
         out.flush()
-        t = time.perf_counter_ns() - t0
-    return t, os.path.getsize(path), "read/write"
+    with open(path, "rb") as f, open(pipe.w, "wb", closefd=False) as out:
+        t, cpu, _ = timed(go)
+    return t, cpu, os.path.getsize(path), "read/write"
 
 
 def run_readinto(path, pipe):
     buf = bytearray(1 << 20)
     view = memoryview(buf)
-    n = 0
-    with open(path, "rb", buffering=0) as f:
-        t0 = time.perf_counter_ns()
+
+    def go():
+        n = 0
         while True:
             k = f.readinto(buf)
             if not k:
-                break
+                return n
             done = 0
             while done < k:
                 done += os.write(pipe.w, view[done:k])
             n += k
-        t = time.perf_counter_ns() - t0
-    return t, n, "read/write"
+    with open(path, "rb", buffering=0) as f:
+        t, cpu, n = timed(go)
+    return t, cpu, n, "read/write"
 
 
-def run_c(exe):
-    def go(path, pipe):
-        p = subprocess.run([exe, path], stdout=pipe.w, stderr=subprocess.PIPE,
-                           text=True, check=True)
-        ns, n, method = p.stderr.split()
-        return int(ns), int(n), method
-    return go
+def run_c(exe, *args, stdout=None):
+    """Runs the C program; returns its wall ns, CPU ns, bytes and method."""
+    p = subprocess.run([exe, *args], stdout=stdout, stderr=subprocess.PIPE,
+                       text=True, check=True)
+    wall, cpu, n, method = p.stderr.split()
+    return int(wall), int(cpu), int(n), method
+
+
+def c_copy(exe):
+    return lambda path, pipe: run_c(exe, path, stdout=pipe.w)
+
+
+def spread(ratios):
+    """The median of per-round ratios, with the smallest and largest."""
+    return (f"median {statistics.median(ratios):.3f} "
+            f"(min {min(ratios):.3f}, max {max(ratios):.3f}, {len(ratios)} pairs)")
+
+
+def rounds(path, args, methods):
+    """Runs every method once a round, the binding and C --pairs times, back
+    to back and each pair in the other order from the last. Returns each
+    method's (wall, cpu) per run and its method name."""
+    times = {m: [] for m in methods}
+    how = {}
+    paired = ["binding", "c"] if "c" in methods else ["binding"]
+    rest = [m for m in methods if m not in paired]
+    # Round -1 warms up (the binding's first call loads what later ones
+    # find ready) and is not counted.
+    for i in range(-1, args.runs):
+        order = []
+        for j in range(args.pairs):
+            order += paired[::-1] if (i * args.pairs + j) % 2 else paired
+        for name in order + rest:
+            pipe = Drained(args.pipe_size)
+            try:
+                t, cpu, n, how[name] = methods[name](path, pipe)
+            finally:
+                pipe.finish()
+            if n != args.size:
+                raise RuntimeError(f"{name} moved {n} bytes of {args.size}")
+            if i >= 0:
+                times[name].append((t, cpu))
+    return times, how
+
+
+def per_call(tmp, exe, calls):
+    """CPU time per call of a 4 KiB positional copy into /dev/null, by the
+    binding and by C, taking turns over three rounds; the medians."""
+    small = os.path.join(tmp, "small")
+    with open(small, "wb") as f:
+        f.write(os.urandom(4096))
+    py, c = [], []
+    with open(small, "rb") as f, open(os.devnull, "wb") as null:
+        for _ in range(3):
+            _, cpu, _ = timed(lambda: [psplice.copy(f, null, 4096, offset_in=0)
+                                       for _ in range(calls)])
+            py.append(cpu / calls)
+            c.append(run_c(exe, small, str(calls), stdout=null)[1] / calls)
+    return statistics.median(py), statistics.median(c)
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--size", type=size_arg, default=1 << 30)
-    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--runs", type=int, default=9)
+    ap.add_argument("--pairs", type=int, default=3,
+                    help="runs of the binding and of C in each round")
+    ap.add_argument("--calls", type=int, default=0,
+                    help="then time this many small copies, binding and C")
     ap.add_argument("--pipe-size", type=size_arg, default=1 << 20)
     ap.add_argument("--dir", default=BUILD, help="where the test file goes (a disk)")
     args = ap.parse_args()
@@ -172,38 +274,37 @@ def main():
     with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
         path = os.path.join(tmp, "input")
         make_file(path, args.size)
-        methods = {"binding": run_binding, "copyfileobj": run_copyfileobj,
-                   "readinto": run_readinto}
+        methods = {"binding": run_binding}
         exe = build_c_loop(tmp)
         if exe:
-            methods["c"] = run_c(exe)
+            methods["c"] = c_copy(exe)
         else:
             print("c: skipped, no C compiler")
-        times = {m: [] for m in methods}
-        how = {}
-        for _ in range(args.runs):
-            for name, fn in methods.items():
-                pipe = Drained(args.pipe_size)
-                try:
-                    t, n, how[name] = fn(path, pipe)
-                finally:
-                    pipe.finish()
-                if n != args.size:
-                    raise RuntimeError(f"{name} moved {n} bytes of {args.size}")
-                times[name].append(t)
+        methods.update(copyfileobj=run_copyfileobj, readinto=run_readinto)
+        times, how = rounds(path, args, methods)
+        calls = per_call(tmp, exe, args.calls) if exe and args.calls else None
 
     gib = args.size / (1 << 30)
     print(f"python {sys.version.split()[0]}, libpsplice {psplice.version()}, "
           f"{args.size >> 20} MiB cached file into a {args.pipe_size >> 10} KiB pipe, "
-          f"median of {args.runs}, load {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
-    med = {m: statistics.median(v) for m, v in times.items()}
+          f"{args.runs} rounds, load {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    wall = {m: [t for t, _ in v] for m, v in times.items()}
+    cpu = {m: [c for _, c in v] for m, v in times.items()}
+    med = {m: statistics.median(v) for m, v in wall.items()}
     for m in methods:
-        print(f"  {m:12s} {gib / (med[m] / 1e9):7.2f} GiB/s  ({how[m]}; runs: "
-              + ", ".join(f"{gib / (t / 1e9):.2f}" for t in times[m]) + ")")
+        print(f"  {m:12s} {gib / (med[m] / 1e9):7.2f} GiB/s median ({how[m]}; runs: "
+              + ", ".join(f"{gib / (t / 1e9):.2f}" for t in wall[m]) + ")")
     print(f"binding/copyfileobj speed: {med['copyfileobj'] / med['binding']:.2f}x (goal >= 5)")
     print(f"binding/readinto speed: {med['readinto'] / med['binding']:.2f}x")
     if "c" in med:
-        print(f"binding time / C time: {med['binding'] / med['c']:.3f} (goal <= 1.05)")
+        ratio = [b / c for b, c in zip(wall["binding"], wall["c"])]
+        print(f"binding time / C time, per pair: {spread(ratio)} (goal <= 1.05)")
+        ratio = [b / c for b, c in zip(cpu["binding"], cpu["c"])]
+        print(f"binding CPU / C CPU, per pair: {spread(ratio)}")
+    if calls:
+        py, c = calls
+        print(f"a 4 KiB copy into /dev/null, CPU per call: binding {py / 1e3:.2f} us, "
+              f"C {c / 1e3:.2f} us ({args.calls} calls, median of 3)")
 
 
 if __name__ == "__main__":

@@ -24,6 +24,10 @@ check)
 	want python3 python3
 	# make check-python runs the Python binding's tests with Debian's pytest.
 	want pytest-3 python3-pytest
+	# make check-rust builds the tokio relay on Debian's packaged crates,
+	# used as an offline registry (bindings/rust/tokio/.cargo/config.toml).
+	ls -d /usr/share/cargo/registry/tokio-1.* >/dev/null 2>&1 ||
+		need="$need librust-tokio-dev"
 	# t_cli_relay_slow.sh counts the relay's read/write calls; t_cli_exec.sh
 	# checks the preload library makes none of its own when off, and runs
 	# tar under psplice exec.

@@ -1,9 +1,13 @@
 //! The crate's copy of a large cached file into a pipe, against
 //! `std::io::copy` and against the C library's own psplice_copy(), in the
 //! same run. A reader process drains the pipe with read(2), the same for
-//! all three; each round runs the three in turn, and the best and the
-//! median of the rounds are reported (on a busy machine the median says
-//! more).
+//! all three; each round runs the crate and C back to back three times,
+//! each pair in the opposite order from the last, then std::io::copy; the
+//! best and the median of the runs are reported. The crate against C is
+//! the median of the pairs' own time ratios (wall, and the copying
+//! thread's CPU), with the least and the most: on a busy machine one run's
+//! time can be twice the next one's, and a ratio of medians taken apart
+//! moves with it.
 //!
 //!     cargo run --release --example bench -- [MiB] [dir] [--pipe-size BYTES]
 //!
@@ -21,14 +25,34 @@ use std::time::{Duration, Instant};
 
 use psplice::{sys, Flags, TO_EOF};
 
-const ROUNDS: usize = 7;
+const ROUNDS: usize = 9;
+/// Runs of the crate and of C in each round, back to back.
+const PAIRS: usize = 3;
 
 /// One way of copying the file into the pipe.
 type Way = fn(&mut File, &mut ChildStdin) -> io::Result<()>;
 const F_SETPIPE_SZ: c_int = 1031;
 
+const CLOCK_THREAD_CPUTIME_ID: c_int = 3;
+
+#[repr(C)]
+struct Timespec {
+    sec: i64,
+    nsec: i64,
+}
+
 extern "C" {
     fn fcntl(fd: c_int, cmd: c_int, ...) -> c_int;
+    fn clock_gettime(clock: c_int, ts: *mut Timespec) -> c_int;
+}
+
+/// The CPU time this thread has used: what a copy costs the copier,
+/// whatever else the machine runs meanwhile.
+fn thread_cpu() -> Duration {
+    let mut ts = Timespec { sec: 0, nsec: 0 };
+    // SAFETY: ts is a live timespec; the clock exists on Linux.
+    unsafe { clock_gettime(CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    Duration::new(ts.sec as u64, ts.nsec as u32)
 }
 
 /// The reader process: read(2) to the end, then say how many bytes.
@@ -62,12 +86,20 @@ fn reader(pipe_size: Option<c_int>) -> io::Result<(Child, ChildStdin)> {
     Ok((child, stdin))
 }
 
-/// Times one copy of the file into a fresh reader, to the reader's end.
-fn run(file: &mut File, size: u64, pipe_size: Option<c_int>, copy: Way) -> io::Result<Duration> {
+/// Times one copy of the file into a fresh reader, to the reader's end;
+/// also the CPU time the copy took this thread.
+fn run(
+    file: &mut File,
+    size: u64,
+    pipe_size: Option<c_int>,
+    copy: Way,
+) -> io::Result<(Duration, Duration)> {
     file.seek(SeekFrom::Start(0))?;
     let (mut child, mut pipe) = reader(pipe_size)?;
     let start = Instant::now();
+    let cpu = thread_cpu();
     copy(file, &mut pipe)?;
+    let cpu = thread_cpu() - cpu;
     drop(pipe);
     let mut said = String::new();
     child
@@ -82,7 +114,7 @@ fn run(file: &mut File, size: u64, pipe_size: Option<c_int>, copy: Way) -> io::R
         Some(size),
         "the reader got a different count"
     );
-    Ok(took)
+    Ok((took, cpu))
 }
 
 fn crate_copy(file: &mut File, pipe: &mut ChildStdin) -> io::Result<()> {
@@ -130,6 +162,31 @@ fn cached_file(dir: PathBuf, size: u64) -> io::Result<(PathBuf, File)> {
     Ok((path, f))
 }
 
+/// The crate's time over C's in each pair of runs, sorted; `pick` chooses wall
+/// or CPU time.
+fn ratios(
+    times: &[Vec<(Duration, Duration)>],
+    pick: fn(&(Duration, Duration)) -> Duration,
+) -> Vec<f64> {
+    let mut r: Vec<f64> = times[0]
+        .iter()
+        .zip(&times[1])
+        .map(|(ours, c)| pick(ours).as_secs_f64() / pick(c).as_secs_f64())
+        .collect();
+    r.sort_by(f64::total_cmp);
+    r
+}
+
+/// The median of sorted ratios, with the least and the most.
+fn spread(sorted: &[f64]) -> String {
+    format!(
+        "median {:.3}x (min {:.3}, max {:.3})",
+        sorted[sorted.len() / 2],
+        sorted[0],
+        sorted[sorted.len() - 1]
+    )
+}
+
 fn gib_s(size: u64, d: Duration) -> f64 {
     size as f64 / d.as_secs_f64() / (1u64 << 30) as f64
 }
@@ -160,11 +217,30 @@ fn main() -> io::Result<()> {
         ("std::io::copy", std_copy),
     ];
     let mut times = vec![Vec::new(); ways.len()];
-    for _ in 0..ROUNDS {
-        for (i, (_, way)) in ways.iter().enumerate() {
-            times[i].push(run(&mut file, size, pipe_size, *way)?);
+    // Round 0 warms up and is not counted.
+    for round in 0..=ROUNDS {
+        let mut order = Vec::new();
+        for pair in 0..PAIRS {
+            order.extend(if (round * PAIRS + pair) % 2 == 1 {
+                [1, 0]
+            } else {
+                [0, 1]
+            });
+        }
+        order.push(2);
+        for i in order {
+            let took = run(&mut file, size, pipe_size, ways[i].1)?;
+            if round > 0 {
+                times[i].push(took);
+            }
         }
     }
+    let wall_ratios = ratios(&times, |t| t.0);
+    let cpu_ratios = ratios(&times, |t| t.1);
+    let mut times: Vec<Vec<Duration>> = times
+        .iter()
+        .map(|way| way.iter().map(|t| t.0).collect())
+        .collect();
     println!(
         "{} MiB cached file ({}) into a pipe ({}), drained by a reader process; {ROUNDS} rounds",
         mib,
@@ -177,18 +253,18 @@ fn main() -> io::Result<()> {
     for (i, (name, _)) in ways.iter().enumerate() {
         times[i].sort();
         best.push(times[i][0].as_secs_f64());
-        median.push(times[i][ROUNDS / 2].as_secs_f64());
+        median.push(times[i][times[i].len() / 2].as_secs_f64());
         println!(
             "  {name:<16} {:>7.2} GiB/s {:>8.2} GiB/s",
             gib_s(size, times[i][0]),
-            gib_s(size, times[i][ROUNDS / 2])
+            gib_s(size, times[i][times[i].len() / 2])
         );
     }
     println!(
-        "  time, crate / C:            best {:.3}x  median {:.3}x",
-        best[0] / best[1],
-        median[0] / median[1]
+        "  time, crate / C, per pair: {} (goal <= 1.05)",
+        spread(&wall_ratios)
     );
+    println!("  CPU, crate / C, per pair:  {}", spread(&cpu_ratios));
     println!(
         "  speed, crate / std::io::copy: best {:.2}x  median {:.2}x",
         best[2] / best[0],

@@ -1,10 +1,13 @@
-//! What the tests share: patterned data, scratch files, a slow reader.
+//! What the tests share: patterned data, scratch files, a slow reader, and
+//! a relay example run against a target on TCP loopback.
 #![allow(dead_code)]
 
 use std::fs::{File, OpenOptions};
-use std::io::{Read, Write};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -107,4 +110,114 @@ pub fn jammed(n: usize) -> Jammed {
         feed,
         filled,
     }
+}
+
+/// A target on TCP loopback that answers each of `n` connections with what
+/// it sent, reversed, once the request has ended. Returns its address.
+pub fn reversing_target(n: usize) -> (String, thread::JoinHandle<()>) {
+    let target = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = target.local_addr().unwrap().to_string();
+    let server = thread::spawn(move || {
+        let conns: Vec<_> = (0..n)
+            .map(|_| {
+                let (mut c, _) = target.accept().unwrap();
+                thread::spawn(move || {
+                    let mut got = Vec::new();
+                    c.read_to_end(&mut got).unwrap();
+                    got.reverse();
+                    c.write_all(&got).unwrap();
+                })
+            })
+            .collect();
+        for c in conns {
+            c.join().unwrap();
+        }
+    });
+    (addr, server)
+}
+
+/// Sends `up` to `addr` in a thread, ends writing, and returns what came
+/// back until the end.
+pub fn exchange(addr: String, up: Vec<u8>) -> thread::JoinHandle<Vec<u8>> {
+    thread::spawn(move || {
+        let s = TcpStream::connect(addr).unwrap();
+        let mut writer = s.try_clone().unwrap();
+        let sender = thread::spawn(move || {
+            writer.write_all(&up).unwrap();
+            writer.shutdown(Shutdown::Write).unwrap();
+        });
+        let mut down = Vec::new();
+        (&s).read_to_end(&mut down).unwrap();
+        sender.join().unwrap();
+        down
+    })
+}
+
+/// The package's relay example run as `relay 127.0.0.1:0 TARGET COUNT`.
+pub struct RelayExample {
+    child: Child,
+    /// The address it listens on, from its first line.
+    pub addr: String,
+    said: thread::JoinHandle<String>,
+}
+
+impl RelayExample {
+    pub fn start(target: &str, count: usize) -> RelayExample {
+        // cargo test builds the examples before it runs the tests, next to
+        // the tests' own directory.
+        let exe = std::env::current_exe().unwrap();
+        let relay = exe.parent().unwrap().parent().unwrap();
+        let relay = relay.join("examples/relay");
+        assert!(relay.exists(), "{} was not built", relay.display());
+        let mut child = Command::new(&relay)
+            .args(["127.0.0.1:0", target, &count.to_string()])
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Its first line names the address; the rest is read as it comes,
+        // so that the relay's messages never meet a closed pipe.
+        let mut stderr = BufReader::new(child.stderr.take().unwrap());
+        let mut line = String::new();
+        stderr.read_line(&mut line).unwrap();
+        let addr = line
+            .trim()
+            .strip_prefix("relay: listening on ")
+            .expect("the address")
+            .to_string();
+        let said = thread::spawn(move || {
+            let mut rest = String::new();
+            stderr.read_to_string(&mut rest).unwrap();
+            rest
+        });
+        RelayExample { child, addr, said }
+    }
+
+    /// Waits up to 30 s for it to exit, which it must do with success;
+    /// returns what it said after its first line.
+    pub fn finish(mut self) -> String {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let status = loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                break status;
+            }
+            assert!(Instant::now() < deadline, "the relay did not exit");
+            thread::sleep(Duration::from_millis(10));
+        };
+        let said = self.said.join().unwrap();
+        assert!(status.success(), "{status}: {said}");
+        said
+    }
+}
+
+/// Asserts that `down` is `up` reversed and that the relay said it moved
+/// that many bytes each way.
+pub fn assert_reversed(said: &str, up: &[u8], down: &[u8]) {
+    let counts = format!("{n} bytes up, {n} down", n = up.len());
+    assert!(said.contains(&counts), "no \"{counts}\" in: {said}");
+    assert!(
+        down.iter().eq(up.iter().rev()),
+        "{} bytes came back, not the {} sent, reversed",
+        down.len(),
+        up.len()
+    );
 }
