@@ -58,12 +58,16 @@ struct fwd_cmdline {
 /* Start an argv with prog, which is not copied (a path may be longer than
  * an argument) and must outlive c. */
 void fwd_cmd_init(struct fwd_cmdline *c, const char *prog);
+/* The same in network namespace ns (ip netns exec, which execs prog: the
+ * pid started is prog's); ns NULL is this process's namespace. ns is not
+ * copied either. */
+void fwd_cmd_init_in(struct fwd_cmdline *c, const char *ns, const char *prog);
 /* Append one formatted argument; past the room there is, dropped. */
 void fwd_arg(struct fwd_cmdline *c, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
-/* Wait, at most timeout seconds, until pid listens on port: true when it
- * does, false when it ended or did not. Reads the kernel's table rather
+/* Wait, at most timeout seconds, until pid listens on port (in pid's own
+ * network namespace): true when it does, false when it ended or did not. Reads the kernel's table rather
  * than connecting, since a probe would disturb iperf3 -s. */
 bool fwd_wait_listening(pid_t pid, int port, double timeout);
 /* Start argv (stderr to errfile) and wait until it listens on port. Its

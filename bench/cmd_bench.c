@@ -39,6 +39,7 @@ static const struct group groups[] = {
 	{ "cat", bench_peers_cat },
 	{ "cp", bench_peers_cp },
 	{ "relay", bench_relay },
+	{ "relay-proxy", bench_relay_proxy },
 	{ "pressure", bench_pressure },
 	{ "scaling", bench_scaling },
 	{ "tee", bench_tee },
@@ -298,8 +299,8 @@ const struct cli_cmd bench_cmd = {
 		"\n"
 		"      --quick       a subset that runs in about a minute\n"
 		"      --only LIST   only these groups, comma-separated: mechanism,\n"
-		"                    per-call, cat, cp, relay, pressure, scaling, tee,\n"
-		"                    write-behind, exec\n"
+		"                    per-call, cat, cp, relay, relay-proxy,\n"
+		"                    pressure, scaling, tee, write-behind, exec\n"
 		"      --dir DIR     scratch directory, on the filesystem to measure\n"
 		"                    (default: a new directory in /var/tmp, removed after)\n"
 		"      --out DIR     also write DIR/latest.csv, latest.svg and latest.txt\n"
