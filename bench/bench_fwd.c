@@ -63,7 +63,7 @@ static double typical(double *v, int n, bool higher_is_better)
 
 void fwd_runs_add(struct fwd_runs *r, double gbps, double cpu)
 {
-	if (r->n == FWD_MAX_REPS)
+	if (r->n == FWD_MAX_RUNS)
 		return;
 	r->gbps[r->n++] = gbps;
 	if (cpu >= 0)
@@ -72,7 +72,7 @@ void fwd_runs_add(struct fwd_runs *r, double gbps, double cpu)
 
 void fwd_runs_add_system(struct fwd_runs *r, double sys)
 {
-	if (sys >= 0 && r->nsys < FWD_MAX_REPS)
+	if (sys >= 0 && r->nsys < FWD_MAX_RUNS)
 		r->sys[r->nsys++] = sys;
 }
 

@@ -349,14 +349,15 @@ static void relay_targets(const char *item, const char *what)
 			   false);
 }
 
+/* An item: rounds (at most FWD_MAX_RUNS) of every variant of set. */
 static void relay_item(const struct bench_opts *o, const char *group,
 		       const struct relay_net *net, const char *item, int streams,
-		       const struct fwd *set, int n, const char *const *bases)
+		       const struct fwd *set, int n, const char *const *bases, int rounds)
 {
 	struct relay_ctx x = { .o = o, .group = group, .net = net, .server = -1 };
 	/* Two runs even in the quick subset: one second of iperf3 on a busy
 	 * machine moves by a third from one run to the next. */
-	int reps = o->quick ? 2 : FWD_MAX_REPS;
+	int reps = o->quick ? 2 : rounds;
 
 	relay_variants(&x, set, n);
 	server_start(&x);
@@ -410,11 +411,13 @@ static void relay_pair(const struct bench_opts *o, const struct relay_net *veth,
 	snprintf(vwhat, sizeof(vwhat), "veth, %s", what);
 	snprintf(item, sizeof(item), "iperf3, %s", what);
 	snprintf(vitem, sizeof(vitem), "veth, iperf3, %s", what);
-	relay_item(o, "relay", &lo, item, streams, main_set, N_OF(main_set), bases);
+	relay_item(o, "relay", &lo, item, streams, main_set, N_OF(main_set), bases,
+		   FWD_MAX_REPS);
 	if (vethwhy[0])
 		relay_skip_item(vitem, vwhat, vethwhy);
 	else
-		relay_item(o, "relay", veth, vitem, streams, main_set, N_OF(main_set), bases);
+		relay_item(o, "relay", veth, vitem, streams, main_set, N_OF(main_set), bases,
+			   FWD_MAX_REPS);
 	relay_targets(item, what);
 	if (!vethwhy[0])
 		relay_targets(vitem, vwhat);
@@ -448,13 +451,17 @@ void bench_relay(const struct bench_opts *o)
 	}
 	bench_netns_down(&ns);
 	relay_item(o, "relay", &lo, "sockopts, 1 stream", 1, sockopt_set,
-		   o->quick ? SOCKOPT_QUICK : N_OF(sockopt_set), sockopt_bases);
+		   o->quick ? SOCKOPT_QUICK : N_OF(sockopt_set), sockopt_bases, FWD_MAX_REPS);
 }
 
 /* Group "relay-proxy": the relay with --send-proxy-v2 against without,
  * through the same second relay (proxy_set), 1 and 8 streams on loopback.
  * The header is a few dozen bytes per connection: what could cost is a
- * path that stopped splicing for it, which the throughput and CPU show. */
+ * path that stopped splicing for it, which the throughput and CPU show.
+ * The difference looked for (2%) is far below what one run moves on a
+ * shared machine (a third), hence more rounds than the other items. */
+#define PROXY_ROUNDS FWD_MAX_RUNS
+
 void bench_relay_proxy(const struct bench_opts *o)
 {
 	static const char *const bases[] = { V_CHAIN, NULL };
@@ -476,7 +483,7 @@ void bench_relay_proxy(const struct bench_opts *o)
 			continue;
 		}
 		relay_item(o, "relay-proxy", &lo, item, streams[k], proxy_set,
-			   N_OF(proxy_set), bases);
+			   N_OF(proxy_set), bases, PROXY_ROUNDS);
 		bench_target_ratio(name, "relay-proxy", item, V_CHAIN_PROXY, V_CHAIN, false,
 				   0.98, true);
 	}
