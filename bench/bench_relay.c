@@ -8,7 +8,13 @@
  * than saving it. Each item therefore has a second item, "<item>: whole-
  * system CPU", whose rows are the forwarder's CPU plus both iperf3 ends'
  * (their own figures from iperf3 -J) over the GiB the receiver got; the
- * no-relay row's (the two ends only) is the floor. */
+ * no-relay row's (the two ends only) is the floor.
+ *
+ * Loopback also flatters a read/write relay, whose copies hit pages the
+ * cache still holds; the 1 and 8 stream items run again across veth pairs
+ * between network namespaces of the bench's own (bench_netns.h), side by
+ * side with loopback. Group "relay-proxy" (below) is the PROXY header's
+ * cost. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,6 +1,7 @@
-/* psplice bench, group "relay": what its files share (bench_relay.c runs
- * the items, bench_relay_fwd.c starts the forwarders, bench_iperf.c runs
- * iperf3 through them). */
+/* psplice bench, groups "relay" and "relay-proxy": what their files share
+ * (bench_relay.c runs the items, bench_relay_fwd.c starts the forwarders,
+ * bench_iperf.c runs iperf3 through them, bench_netns.c makes the veth
+ * namespaces). */
 #ifndef BENCH_RELAY_H
 #define BENCH_RELAY_H
 
