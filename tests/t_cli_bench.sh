@@ -95,8 +95,10 @@ assert float(got["connect to greeting, before the kill (median)"]["value"]) > 0,
 PY
 
 # The relay group's veth items (as root, with ip and iperf3): a run killed
-# with SIGKILL while its network namespaces exist leaves none of them, no
-# veth and nothing running in them.
+# with SIGKILL during a veth item leaves none of its network namespaces, no
+# veth and nothing running in them. (Killed during a loopback item instead,
+# the run would leave that item's iperf3 server behind, which no namespace
+# holds.)
 if [ "$(id -u)" -eq 0 ] && command -v ip >/dev/null 2>&1 && command -v iperf3 >/dev/null 2>&1; then
 	"$bin" bench --quick --only relay > /dev/null 2> "$t/veth.err" &
 	pid=$!
@@ -108,7 +110,12 @@ if [ "$(id -u)" -eq 0 ] && command -v ip >/dev/null 2>&1 && command -v iperf3 >/
 		run=$(ip netns list 2>/dev/null | sed -n 's/^psplice-bench-\([0-9]*\)-r.*/\1/p' |
 			while read -r p; do [ "$(ps -o ppid= -p "$p" | tr -d ' ')" = "$pid" ] && echo "$p"; done)
 	done
-	sleep 1
+	# The veth item's iperf3 server, on the server namespace's address.
+	i=0
+	while ! pgrep -P "$run" -f "iperf3 -s -B 198[.]18[.]2[.]2" >/dev/null; do
+		i=$((i + 1)); [ $i -le 600 ] || fail "the veth item did not start: $(tail -3 "$t/veth.err")"
+		sleep 0.1
+	done
 	kill -KILL "$run"
 	wait $pid
 	i=0
