@@ -64,7 +64,7 @@ struct bench_target {
 
 /* Everything recorded so far (bench_util.c), for the output. */
 #define BENCH_MAX_ROWS 512
-#define BENCH_MAX_TARGETS 32
+#define BENCH_MAX_TARGETS 48
 extern struct bench_row bench_rows[BENCH_MAX_ROWS];
 extern int bench_nrows;
 extern struct bench_target bench_targets[BENCH_MAX_TARGETS];
@@ -156,6 +156,8 @@ void bench_peers_cat(const struct bench_opts *o);
 void bench_peers_cp(const struct bench_opts *o);
 void bench_pressure(const struct bench_opts *o);
 void bench_relay(const struct bench_opts *o);
+void bench_relay_proxy(const struct bench_opts *o);
+void bench_relay_failover(const struct bench_opts *o);
 void bench_scaling(const struct bench_opts *o);
 void bench_tee(const struct bench_opts *o);
 void bench_writebehind(const struct bench_opts *o);

@@ -63,7 +63,7 @@ static double typical(double *v, int n, bool higher_is_better)
 
 void fwd_runs_add(struct fwd_runs *r, double gbps, double cpu)
 {
-	if (r->n == FWD_MAX_REPS)
+	if (r->n == FWD_MAX_RUNS)
 		return;
 	r->gbps[r->n++] = gbps;
 	if (cpu >= 0)
@@ -72,7 +72,7 @@ void fwd_runs_add(struct fwd_runs *r, double gbps, double cpu)
 
 void fwd_runs_add_system(struct fwd_runs *r, double sys)
 {
-	if (sys >= 0 && r->nsys < FWD_MAX_REPS)
+	if (sys >= 0 && r->nsys < FWD_MAX_RUNS)
 		r->sys[r->nsys++] = sys;
 }
 
@@ -102,6 +102,23 @@ void fwd_cmd_init(struct fwd_cmdline *c, const char *prog)
 	c->argv[0] = (char *)prog;
 	c->argv[1] = NULL;
 	c->n = 1;
+}
+
+void fwd_cmd_init_in(struct fwd_cmdline *c, const char *ns, const char *prog)
+{
+	static const char *const prefix[] = { "ip", "netns", "exec" };
+	int i;
+
+	if (!ns) {
+		fwd_cmd_init(c, prog);
+		return;
+	}
+	for (i = 0; i < 3; i++)
+		c->argv[i] = (char *)prefix[i];
+	c->argv[3] = (char *)ns;
+	c->argv[4] = (char *)prog;
+	c->argv[5] = NULL;
+	c->n = 5;
 }
 
 void fwd_arg(struct fwd_cmdline *c, const char *fmt, ...)
@@ -135,22 +152,27 @@ static bool exited(pid_t pid)
 	       si.si_pid == pid;
 }
 
-/* Is a TCP socket listening on this local port? Read from the kernel's
- * table rather than by connecting: iperf3 -s takes any connection that
+/* Is a TCP socket listening on this local port, in pid's network
+ * namespace (/proc/PID/net: a forwarder or server may run in a namespace of
+ * the bench's own, bench_netns.c)? Read from the kernel's table rather than
+ * by connecting: iperf3 -s takes any connection that
  * sends nothing as a failed client, and after each client, failed or not,
  * it closes its listener and opens a new one, so that a probe (straight or
  * through a forwarder) resets the measurement's client if it comes in
  * between (seen: "control socket has closed unexpectedly"). */
-static bool listening(int port)
+static bool listening(pid_t pid, int port)
 {
-	static const char *const tables[] = { "/proc/net/tcp", "/proc/net/tcp6" };
-	char line[256];
+	static const char *const tables[] = { "tcp", "tcp6" };
+	char line[256], path[64];
 	unsigned int lport, state;
 	bool found = false;
 	size_t i;
 
 	for (i = 0; i < 2 && !found; i++) {
-		FILE *f = fopen(tables[i], "r");
+		FILE *f;
+
+		snprintf(path, sizeof(path), "/proc/%d/net/%s", (int)pid, tables[i]);
+		f = fopen(path, "r");
 
 		while (f && !found && fgets(line, sizeof(line), f))
 			found = sscanf(line, " %*d: %*[0-9A-Fa-f]:%x %*[0-9A-Fa-f]:%*x %x",
@@ -167,7 +189,7 @@ bool fwd_wait_listening(pid_t pid, int port, double timeout)
 	double end = bench_now() + timeout;
 
 	while (!exited(pid)) {
-		if (listening(port))
+		if (listening(pid, port))
 			return true;
 		if (bench_now() > end)
 			break;

@@ -10,7 +10,8 @@
 
 #include "bench.h"
 
-#define FWD_MAX_REPS 3
+#define FWD_MAX_REPS 3 /* rounds of each variant, unless an item asks more */
+#define FWD_MAX_RUNS 7 /* the most an item may ask */
 #define FWD_START_TIMEOUT 5.0 /* a forwarder must listen by then */
 
 /* path = o->dir/name: each run's files in the filesystem under test. */
@@ -24,17 +25,17 @@ char *fwd_slurp(const char *path, size_t max);
 
 /* The figures of the runs of one variant that worked. */
 struct fwd_runs {
-	double gbps[FWD_MAX_REPS];
-	double cpu[FWD_MAX_REPS]; /* s per GiB, of the runs that know it */
-	double sys[FWD_MAX_REPS]; /* the whole system's s per GiB, where known */
+	double gbps[FWD_MAX_RUNS];
+	double cpu[FWD_MAX_RUNS]; /* s per GiB, of the runs that know it */
+	double sys[FWD_MAX_RUNS]; /* the whole system's s per GiB, where known */
 	int n, ncpu, nsys;
 };
 
 /* Keep a run's Gbit/s and CPU s/GiB (cpu < 0: not known); past
- * FWD_MAX_REPS runs, the rest are dropped. */
+ * FWD_MAX_RUNS runs, the rest are dropped. */
 void fwd_runs_add(struct fwd_runs *r, double gbps, double cpu);
 /* Keep a run's whole-system CPU s/GiB (the forwarder's and its peers');
- * sys < 0 is not known. Past FWD_MAX_REPS runs, the rest are dropped. */
+ * sys < 0 is not known. Past FWD_MAX_RUNS runs, the rest are dropped. */
 void fwd_runs_add_system(struct fwd_runs *r, double sys);
 /* The typical whole-system figure (as fwd_runs_row takes the CPU's), -1
  * when no run knew it. Sorts r's system figures. */
@@ -58,12 +59,16 @@ struct fwd_cmdline {
 /* Start an argv with prog, which is not copied (a path may be longer than
  * an argument) and must outlive c. */
 void fwd_cmd_init(struct fwd_cmdline *c, const char *prog);
+/* The same in network namespace ns (ip netns exec, which execs prog: the
+ * pid started is prog's); ns NULL is this process's namespace. ns is not
+ * copied either. */
+void fwd_cmd_init_in(struct fwd_cmdline *c, const char *ns, const char *prog);
 /* Append one formatted argument; past the room there is, dropped. */
 void fwd_arg(struct fwd_cmdline *c, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
-/* Wait, at most timeout seconds, until pid listens on port: true when it
- * does, false when it ended or did not. Reads the kernel's table rather
+/* Wait, at most timeout seconds, until pid listens on port (in pid's own
+ * network namespace): true when it does, false when it ended or did not. Reads the kernel's table rather
  * than connecting, since a probe would disturb iperf3 -s. */
 bool fwd_wait_listening(pid_t pid, int port, double timeout);
 /* Start argv (stderr to errfile) and wait until it listens on port. Its

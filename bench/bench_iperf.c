@@ -114,24 +114,37 @@ static void segments(const char *path, struct iperf_result *res)
 	}
 }
 
-/* iperf3 through port; ss samples the sockets that reach the server at
- * two thirds of the test, for the segment sizes. */
-int iperf_run(const struct bench_opts *o, int server_port, int port, int streams,
-	      struct iperf_result *res, char *why, size_t size)
+/* "ip netns exec NS " for a command in namespace ns, "" for this one. */
+static void ns_prefix(const char *ns, char *buf, size_t size)
 {
-	char out[4096], seg[4096], cmd[9000];
+	if (ns)
+		snprintf(buf, size, "ip netns exec %s ", ns);
+	else
+		buf[0] = '\0';
+}
+
+/* iperf3 through port; ss samples the sockets that reach the server (in
+ * the forwarder's namespace, or the client's when direct) at two thirds of
+ * the test, for the segment sizes. */
+int iperf_run(const struct bench_opts *o, const struct relay_net *net, bool direct,
+	      int server_port, int port, int streams, struct iperf_result *res,
+	      char *why, size_t size)
+{
+	char out[4096], seg[4096], cmd[9400], in_client[80], in_sender[80];
 	int secs = iperf_secs(o), st;
 
 	fwd_scratch(o, "iperf3.json", out, sizeof(out));
 	fwd_scratch(o, "ss.txt", seg, sizeof(seg));
 	unlink(out);
 	unlink(seg);
-	snprintf(cmd, sizeof(cmd), "(sleep %.2f; ss -tniH state established "
+	ns_prefix(net->client_ns, in_client, sizeof(in_client));
+	ns_prefix(direct ? net->client_ns : net->relay_ns, in_sender, sizeof(in_sender));
+	snprintf(cmd, sizeof(cmd), "(sleep %.2f; %sss -tniH state established "
 		 "dport = :%d > '%s' 2>/dev/null) & "
-		 "timeout -k 2 %d iperf3 -c 127.0.0.1 -p %d -t %d -P %d "
+		 "%stimeout -k 2 %d iperf3 -c %s -p %d -t %d -P %d "
 		 "-J --connect-timeout 3000 > '%s'; st=$?; wait; exit $st",
-		 secs * 2 / 3.0 + 0.2, server_port, seg, secs + 15, port, secs,
-		 streams, out);
+		 secs * 2 / 3.0 + 0.2, in_sender, server_port, seg, in_client, secs + 15,
+		 direct ? net->back : net->front, port, secs, streams, out);
 	st = bench_sh(cmd, NULL, NULL);
 	*res = (struct iperf_result){ .peers_cpu = -1 };
 	if (iperf_parse(out, res, why, size) < 0)

@@ -8,12 +8,19 @@
  * than saving it. Each item therefore has a second item, "<item>: whole-
  * system CPU", whose rows are the forwarder's CPU plus both iperf3 ends'
  * (their own figures from iperf3 -J) over the GiB the receiver got; the
- * no-relay row's (the two ends only) is the floor. */
+ * no-relay row's (the two ends only) is the floor.
+ *
+ * Loopback also flatters a read/write relay, whose copies hit pages the
+ * cache still holds; the 1 and 8 stream items run again across veth pairs
+ * between network namespaces of the bench's own (bench_netns.h), side by
+ * side with loopback. Group "relay-proxy" (below) is the PROXY header's
+ * cost. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "bench_netns.h"
 #include "bench_relay.h"
 
 /* The variants of the main items; the ratios of the targets are taken
@@ -22,6 +29,8 @@
 #define V_PSPLICE "psplice relay -j 1"
 #define V_READWRITE "psplice relay --copy=readwrite"
 #define V_HAPROXY "haproxy splice"
+#define V_CHAIN "relay -> relay"
+#define V_CHAIN_PROXY "--send-proxy-v2 -> --accept-proxy"
 
 static const struct fwd main_set[] = {
 	{ .variant = V_DIRECT, .kind = F_DIRECT },
@@ -49,6 +58,19 @@ static const struct fwd sockopt_set[] = {
 	  .lowat = "1M" },
 };
 
+/* The PROXY header's cost: the relay measured forwards to a second psplice
+ * relay, which forwards to the iperf3 server (which would take a header
+ * for its own protocol's bytes). The header is the only difference: sent
+ * with --send-proxy-v2 and taken off with --accept-proxy in one variant,
+ * neither in the other. A second relay in both is fairer than teaching a
+ * server of the bench's own to skip the header, which would measure that
+ * server against iperf3's rather than the header; its cost counts in the
+ * whole-system figure of both alike. */
+static const struct fwd proxy_set[] = {
+	{ .variant = V_CHAIN, .kind = F_RELAY, .chain = true },
+	{ .variant = V_CHAIN_PROXY, .kind = F_RELAY, .chain = true, .send_proxy = true },
+};
+
 /* The quick subset of the socket options: splice only, Nagle and the bound
  * that did best in full runs (1M: 0.98x the read/write relay's whole-system
  * CPU where the relay's defaults gave 1.12x). */
@@ -74,10 +96,10 @@ static int server_start(struct relay_ctx *x)
 	char log[4096];
 
 	x->server_port = bench_free_port();
-	fwd_cmd_init(&c, "iperf3");
+	fwd_cmd_init_in(&c, x->net->server_ns, "iperf3");
 	fwd_arg(&c, "-s");
 	fwd_arg(&c, "-B");
-	fwd_arg(&c, "127.0.0.1");
+	fwd_arg(&c, "%s", x->net->back);
 	fwd_arg(&c, "-p");
 	fwd_arg(&c, "%d", x->server_port);
 	fwd_scratch(x->o, "iperf3-server.log", log, sizeof(log));
@@ -86,16 +108,52 @@ static int server_start(struct relay_ctx *x)
 	return x->server < 0 ? -1 : 0;
 }
 
+/* The second relay of a chained variant, listening on a port of its own
+ * (*port); its pid, or -1 with f->fail set. */
+static pid_t chain_start(struct relay_ctx *x, struct fwd *f, int *port)
+{
+	struct fwd_cmdline c;
+	char errfile[4096];
+
+	*port = bench_free_port();
+	fwd_scratch(x->o, "chain.log", errfile, sizeof(errfile));
+	relay_chain_argv(x, f, *port, &c);
+	return fwd_start_listener(c.argv, *port, errfile, f->fail, sizeof(f->fail));
+}
+
+/* Start the forwarder of f (and the second relay of a chain, *chain) on a
+ * fresh port (*port); its pid, or -1 with f->fail set. */
+static pid_t forwarder_start(struct relay_ctx *x, struct fwd *f, int *port, pid_t *chain,
+			     const char *errfile)
+{
+	struct fwd_cmdline c;
+	int chain_port = 0;
+	pid_t pid;
+
+	*chain = -1;
+	if (f->chain && (*chain = chain_start(x, f, &chain_port)) < 0)
+		return -1;
+	*port = bench_free_port();
+	if (relay_forwarder_argv(x, f, *port, chain_port, &c) < 0) {
+		snprintf(f->fail, sizeof(f->fail), "cannot write a configuration");
+		pid = -1;
+	} else {
+		pid = fwd_start_listener(c.argv, *port, errfile, f->fail, sizeof(f->fail));
+	}
+	if (pid < 0 && *chain > 0)
+		bench_stop(*chain, NULL);
+	return pid;
+}
+
 /* One run of one variant: start its forwarder on a fresh port, send
  * through it, stop it for its CPU. */
 static int relay_run(struct relay_ctx *x, struct fwd *f, int streams)
 {
 	char errfile[4096], line[100];
 	struct iperf_result ir;
-	double cpu = -1, gib;
-	struct fwd_cmdline c;
-	int port = x->server_port, st = 0, r;
-	pid_t pid = -1;
+	double cpu = -1, ccpu = 0, gib;
+	int port = x->server_port, st = 0, cst = 0, r;
+	pid_t pid = -1, chain = -1;
 
 	/* The server listens anew after each test: not before it does. */
 	if (!fwd_wait_listening(x->server, x->server_port, FWD_START_TIMEOUT)) {
@@ -103,25 +161,23 @@ static int relay_run(struct relay_ctx *x, struct fwd *f, int streams)
 		return -1;
 	}
 	if (f->kind != F_DIRECT) {
-		port = bench_free_port();
 		fwd_scratch(x->o, "forwarder.log", errfile, sizeof(errfile));
-		if (relay_forwarder_argv(x, f, port, &c) < 0) {
-			snprintf(f->fail, sizeof(f->fail), "cannot write a configuration");
-			return -1;
-		}
-		pid = fwd_start_listener(c.argv, port, errfile, f->fail, sizeof(f->fail));
+		pid = forwarder_start(x, f, &port, &chain, errfile);
 		if (pid < 0)
 			return -1;
 	}
-	r = iperf_run(x->o, x->server_port, port, streams, &ir, f->fail, sizeof(f->fail));
+	r = iperf_run(x->o, x->net, f->kind == F_DIRECT, x->server_port, port, streams, &ir,
+		      f->fail, sizeof(f->fail));
 	if (pid > 0)
 		cpu = fwd_stop(pid, &st);
+	if (chain > 0)
+		ccpu = fwd_stop(chain, &cst);
 	/* The relay exits 0 after a SIGTERM drain: anything else is a crash
 	 * worth reporting, not a number. */
-	if (!r && f->kind == F_RELAY && st != 0) {
+	if (!r && f->kind == F_RELAY && (st != 0 || cst != 0)) {
 		fwd_first_line(errfile, line, sizeof(line));
-		snprintf(f->fail, sizeof(f->fail), "relay exited with %d%s%.60s", st,
-			 *line ? ": " : "", line);
+		snprintf(f->fail, sizeof(f->fail), "relay exited with %d%s%.60s",
+			 st ? st : cst, *line ? ": " : "", line);
 		r = -1;
 	}
 	if (r < 0)
@@ -130,10 +186,10 @@ static int relay_run(struct relay_ctx *x, struct fwd *f, int streams)
 	f->segs += ir.segs;
 	gib = ir.bytes / BENCH_GiB;
 	fwd_runs_add(&f->r, ir.gbps, pid > 0 && cpu >= 0 ? cpu / gib : -1);
-	/* The whole system: the forwarder (none for the direct row) and both
-	 * iperf3 ends. */
-	if (ir.peers_cpu >= 0 && (pid < 0 || cpu >= 0))
-		fwd_runs_add_system(&f->r, ((pid > 0 ? cpu : 0) + ir.peers_cpu) / gib);
+	/* The whole system: the forwarder (none for the direct row), the
+	 * second relay of a chain, and both iperf3 ends. */
+	if (ir.peers_cpu >= 0 && (pid < 0 || cpu >= 0) && ccpu >= 0)
+		fwd_runs_add_system(&f->r, ((pid > 0 ? cpu : 0) + ccpu + ir.peers_cpu) / gib);
 	return 0;
 }
 
@@ -169,7 +225,8 @@ static const char *system_whose(const struct fwd *f)
 {
 	switch (f->kind) {
 	case F_DIRECT: return "iperf3 client+server";
-	case F_RELAY: return "relay+iperf3 client+server";
+	case F_RELAY: return f->chain ? "both relays+iperf3 client+server" :
+			     "relay+iperf3 client+server";
 	case F_SOCAT: return "socat+iperf3 client+server";
 	default: return "haproxy+iperf3 client+server";
 	}
@@ -221,12 +278,12 @@ static void relay_record_system(struct relay_ctx *x, const char *item, int reps,
 		struct fwd *f = &x->f[i];
 
 		if (f->why[0] || !f->r.n) {
-			bench_skip("relay", sitem, f->variant, "%s", f->why[0] ? f->why :
+			bench_skip(x->group, sitem, f->variant, "%s", f->why[0] ? f->why :
 				   f->fail[0] ? f->fail : "iperf3 server did not start");
 			continue;
 		}
 		if (sys[i] < 0) {
-			bench_skip("relay", sitem, f->variant, "%s",
+			bench_skip(x->group, sitem, f->variant, "%s",
 				   "iperf3 -J gave no cpu_utilization_percent, or the "
 				   "forwarder's CPU is not known");
 			continue;
@@ -238,7 +295,7 @@ static void relay_record_system(struct relay_ctx *x, const char *item, int reps,
 				 f->r.n);
 		snprintf(note, sizeof(note), "%s; %s%s", runs, system_whose(f),
 			 f->kind == F_DIRECT ? " only: the floor" : "");
-		bench_row("relay", sitem, f->variant, BENCH_CPUGIB, sys[i], -1, i == base,
+		bench_row(x->group, sitem, f->variant, BENCH_CPUGIB, sys[i], -1, i == base,
 			  note);
 	}
 }
@@ -267,21 +324,21 @@ static void relay_record(struct relay_ctx *x, const char *item, int reps,
 
 		sys[i] = f->why[0] ? -1 : fwd_runs_system(&f->r);
 		if (f->why[0] || !f->r.n) {
-			bench_skip("relay", item, f->variant, "%s", f->why[0] ? f->why :
+			bench_skip(x->group, item, f->variant, "%s", f->why[0] ? f->why :
 				   f->fail[0] ? f->fail : "iperf3 server did not start");
 			continue;
 		}
 		relay_note(x, f, reps, sys[i], note, sizeof(note));
-		fwd_runs_row("relay", item, f->variant, &f->r, i == base, note);
+		fwd_runs_row(x->group, item, f->variant, &f->r, i == base, note);
 	}
 	/* The same baseline, unless it is one without a system figure. */
 	sbase = pick_base(x, bases, sys);
 	relay_record_system(x, item, reps, sys, sbase);
 }
 
-/* The targets of issue 14 for one item; what says which ("1 stream"). A
- * row that was not measured leaves its target unmeasured, with the row's
- * name. */
+/* The targets of issue 14 for one item; what says which ("1 stream",
+ * "veth, 1 stream"). A row that was not measured leaves its target
+ * unmeasured, with the row's name. */
 static void relay_targets(const char *item, const char *what)
 {
 	char name[96], sitem[64];
@@ -298,13 +355,15 @@ static void relay_targets(const char *item, const char *what)
 			   false);
 }
 
-static void relay_item(const struct bench_opts *o, const char *item, int streams,
-		       const struct fwd *set, int n, const char *const *bases)
+/* An item: rounds (at most FWD_MAX_RUNS) of every variant of set. */
+static void relay_item(const struct bench_opts *o, const char *group,
+		       const struct relay_net *net, const char *item, int streams,
+		       const struct fwd *set, int n, const char *const *bases, int rounds)
 {
-	struct relay_ctx x = { .o = o, .server = -1 };
+	struct relay_ctx x = { .o = o, .group = group, .net = net, .server = -1 };
 	/* Two runs even in the quick subset: one second of iperf3 on a busy
 	 * machine moves by a third from one run to the next. */
-	int reps = o->quick ? 2 : FWD_MAX_REPS;
+	int reps = o->quick ? 2 : rounds;
 
 	relay_variants(&x, set, n);
 	server_start(&x);
@@ -330,32 +389,108 @@ static void relay_missing(const char *what, const char *why)
 	bench_target_missing(name, 1.0, false, why);
 }
 
-void bench_relay(const struct bench_opts *o)
+/* Every row of an item and its whole-system item skipped for one reason,
+ * and its targets unmeasured. */
+static void relay_skip_item(const char *item, const char *what, const char *why)
 {
-	/* HAProxy is the baseline of the main items; without it, the ceiling
-	 * (the direct row) is. */
-	static const char *const main_bases[] = { V_HAPROXY, V_DIRECT, NULL };
-	static const char *const sockopt_bases[] = { V_READWRITE, NULL };
-	const char *item1 = "iperf3, 1 stream", *item8 = "iperf3, 8 streams";
-	const char *itemo = "sockopts, 1 stream";
+	char sitem[64];
 	int i;
 
+	snprintf(sitem, sizeof(sitem), "%s: whole-system CPU", item);
+	for (i = 0; i < N_OF(main_set); i++) {
+		bench_skip("relay", item, main_set[i].variant, "%s", why);
+		bench_skip("relay", sitem, main_set[i].variant, "%s", why);
+	}
+	relay_missing(what, why);
+}
+
+/* The items of one stream count, on loopback and then across veth (where
+ * the namespaces are up: vethwhy empty), side by side in the table. */
+static void relay_pair(const struct bench_opts *o, const struct relay_net *veth,
+		       const char *vethwhy, int streams)
+{
+	static const char *const bases[] = { V_HAPROXY, V_DIRECT, NULL };
+	static const struct relay_net lo = { .front = "127.0.0.1", .back = "127.0.0.1" };
+	char item[64], vitem[64], what[32], vwhat[48];
+
+	snprintf(what, sizeof(what), "%d stream%s", streams, streams > 1 ? "s" : "");
+	snprintf(vwhat, sizeof(vwhat), "veth, %s", what);
+	snprintf(item, sizeof(item), "iperf3, %s", what);
+	snprintf(vitem, sizeof(vitem), "veth, iperf3, %s", what);
+	relay_item(o, "relay", &lo, item, streams, main_set, N_OF(main_set), bases,
+		   FWD_MAX_REPS);
+	if (vethwhy[0])
+		relay_skip_item(vitem, vwhat, vethwhy);
+	else
+		relay_item(o, "relay", veth, vitem, streams, main_set, N_OF(main_set), bases,
+			   FWD_MAX_REPS);
+	relay_targets(item, what);
+	if (!vethwhy[0])
+		relay_targets(vitem, vwhat);
+}
+
+void bench_relay(const struct bench_opts *o)
+{
+	static const char *const sockopt_bases[] = { V_READWRITE, NULL };
+	static const struct relay_net lo = { .front = "127.0.0.1", .back = "127.0.0.1" };
+	struct bench_netns ns;
+	struct relay_net veth = { .front = NULL };
+	char vethwhy[100] = "";
+
 	if (!bench_have("iperf3")) {
-		for (i = 0; i < N_OF(main_set); i++)
-			bench_skip("relay", item1, main_set[i].variant,
-				   "iperf3 not installed");
-		relay_missing("1 stream", "iperf3 not installed");
+		relay_skip_item("iperf3, 1 stream", "1 stream", "iperf3 not installed");
 		relay_missing("8 streams", "iperf3 not installed");
+		relay_missing("veth, 1 stream", "iperf3 not installed");
+		relay_missing("veth, 8 streams", "iperf3 not installed");
 		return;
 	}
-	relay_item(o, item1, 1, main_set, N_OF(main_set), main_bases);
-	if (!o->quick)
-		relay_item(o, item8, 8, main_set, N_OF(main_set), main_bases);
-	relay_item(o, itemo, 1, sockopt_set, o->quick ? SOCKOPT_QUICK : N_OF(sockopt_set),
-		   sockopt_bases);
-	relay_targets(item1, "1 stream");
-	if (!o->quick)
-		relay_targets(item8, "8 streams");
-	else
+	if (bench_netns_up(o, &ns, vethwhy, sizeof(vethwhy)) == 0)
+		veth = (struct relay_net){ .client_ns = ns.client, .relay_ns = ns.relay,
+					   .server_ns = ns.server, .front = NETNS_FRONT_ADDR,
+					   .back = NETNS_BACK_ADDR };
+	relay_pair(o, &veth, vethwhy, 1);
+	if (!o->quick) {
+		relay_pair(o, &veth, vethwhy, 8);
+	} else {
 		relay_missing("8 streams", "not in the --quick subset");
+		relay_missing("veth, 8 streams", "not in the --quick subset");
+	}
+	bench_netns_down(&ns);
+	relay_item(o, "relay", &lo, "sockopts, 1 stream", 1, sockopt_set,
+		   o->quick ? SOCKOPT_QUICK : N_OF(sockopt_set), sockopt_bases, FWD_MAX_REPS);
+}
+
+/* Group "relay-proxy": the relay with --send-proxy-v2 against without,
+ * through the same second relay (proxy_set), 1 and 8 streams on loopback.
+ * The header is a few dozen bytes per connection: what could cost is a
+ * path that stopped splicing for it, which the throughput and CPU show.
+ * The difference looked for (2%) is far below what one run moves on a
+ * shared machine (a third), hence more rounds than the other items. */
+#define PROXY_ROUNDS FWD_MAX_RUNS
+
+void bench_relay_proxy(const struct bench_opts *o)
+{
+	static const char *const bases[] = { V_CHAIN, NULL };
+	static const struct relay_net lo = { .front = "127.0.0.1", .back = "127.0.0.1" };
+	static const int streams[] = { 1, 8 };
+	char item[64], name[96];
+	int i, k;
+
+	for (k = 0; k < (o->quick ? 1 : 2); k++) {
+		snprintf(item, sizeof(item), "iperf3 via 2 relays, %d stream%s", streams[k],
+			 streams[k] > 1 ? "s" : "");
+		snprintf(name, sizeof(name), "relay --send-proxy-v2 vs without, "
+			 "throughput, %d stream%s", streams[k], streams[k] > 1 ? "s" : "");
+		if (!bench_have("iperf3")) {
+			for (i = 0; i < N_OF(proxy_set); i++)
+				bench_skip("relay-proxy", item, proxy_set[i].variant,
+					   "iperf3 not installed");
+			bench_target_missing(name, 0.98, true, "iperf3 not installed");
+			continue;
+		}
+		relay_item(o, "relay-proxy", &lo, item, streams[k], proxy_set,
+			   N_OF(proxy_set), bases, PROXY_ROUNDS);
+		bench_target_ratio(name, "relay-proxy", item, V_CHAIN_PROXY, V_CHAIN, false,
+				   0.98, true);
+	}
 }

@@ -1,6 +1,7 @@
-/* psplice bench, group "relay": what its files share (bench_relay.c runs
- * the items, bench_relay_fwd.c starts the forwarders, bench_iperf.c runs
- * iperf3 through them). */
+/* psplice bench, groups "relay" and "relay-proxy": what their files share
+ * (bench_relay.c runs the items, bench_relay_fwd.c starts the forwarders,
+ * bench_iperf.c runs iperf3 through them, bench_netns.c makes the veth
+ * namespaces). */
 #ifndef BENCH_RELAY_H
 #define BENCH_RELAY_H
 
@@ -19,6 +20,10 @@ struct fwd {
 	bool copy;                /* psplice relay --copy=readwrite */
 	bool nagle;               /* psplice relay --nagle */
 	const char *lowat;        /* psplice relay --notsent-lowat=, NULL: none */
+	/* Through a second psplice relay to the server (the PROXY header
+	 * item): send_proxy gives the first --send-proxy-v2 and the second
+	 * --accept-proxy, so that only the header differs. */
+	bool chain, send_proxy;
 	const char *prog;         /* what runs it; NULL for the direct row */
 	char why[100];            /* not measurable here: the reason */
 	char fail[100];           /* the last run that failed: why */
@@ -30,8 +35,20 @@ struct fwd {
 
 #define MAX_FWD 8
 
+/* Where an item's peers run: all on loopback in this process's network
+ * namespace, or the iperf3 client, the forwarder and the iperf3 server
+ * each in a namespace of the bench's own, joined by veth pairs
+ * (bench_netns.h). */
+struct relay_net {
+	const char *client_ns, *relay_ns, *server_ns; /* NULL: this process's */
+	const char *front;  /* where the forwarder listens, the client connects */
+	const char *back;   /* where the iperf3 server listens */
+};
+
 struct relay_ctx {
 	const struct bench_opts *o;
+	const char *group;        /* whose rows: "relay", "relay-proxy" */
+	const struct relay_net *net;
 	struct fwd f[MAX_FWD];
 	int n;                    /* variants in this item */
 	char haproxy_note[72];    /* version and splice support */
@@ -43,9 +60,14 @@ struct relay_ctx {
  * each it has not in its why. */
 void relay_variants(struct relay_ctx *x, const struct fwd *set, int n);
 /* The command line of f listening on port, forwarding to the iperf3
- * server; -1 when its configuration cannot be written. */
+ * server (f->chain: to the second relay on chain_port); -1 when its
+ * configuration cannot be written. */
 int relay_forwarder_argv(const struct relay_ctx *x, const struct fwd *f, int port,
-			 struct fwd_cmdline *c);
+			 int chain_port, struct fwd_cmdline *c);
+/* The command line of the second relay of f->chain: on 127.0.0.1:chain_port,
+ * with --accept-proxy when f sends the header, to the iperf3 server. */
+void relay_chain_argv(const struct relay_ctx *x, const struct fwd *f, int chain_port,
+		      struct fwd_cmdline *c);
 
 /* What one iperf3 run measured. */
 struct iperf_result {
@@ -55,10 +77,12 @@ struct iperf_result {
 			       * (ss -ti mid-run); 0 when ss said nothing */
 };
 
-/* iperf3 with streams streams through port to the server on server_port,
- * o->secs long (whole seconds, at least one). -1 with why set when it
- * failed or received nothing. */
-int iperf_run(const struct bench_opts *o, int server_port, int port, int streams,
-	      struct iperf_result *res, char *why, size_t size);
+/* iperf3 with streams streams through port on net->front to the server on
+ * server_port (or straight to the server when direct), o->secs long (whole
+ * seconds, at least one). -1 with why set when it failed or received
+ * nothing. */
+int iperf_run(const struct bench_opts *o, const struct relay_net *net, bool direct,
+	      int server_port, int port, int streams, struct iperf_result *res,
+	      char *why, size_t size);
 
 #endif

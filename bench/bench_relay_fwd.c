@@ -107,39 +107,55 @@ static int haproxy_config(const struct relay_ctx *x, int port, char *path, size_
 	fprintf(c, "global\n\tnbthread 1\n\tmaxconn 1024\n"
 		"defaults\n\tmode tcp\n\toption splice-request\n\toption splice-response\n"
 		"\ttimeout connect 5s\n\ttimeout client 60s\n\ttimeout server 60s\n"
-		"frontend in\n\tbind 127.0.0.1:%d\n\tdefault_backend out\n"
-		"backend out\n\tserver target 127.0.0.1:%d\n", port, x->server_port);
+		"frontend in\n\tbind %s:%d\n\tdefault_backend out\n"
+		"backend out\n\tserver target %s:%d\n", x->net->front, port, x->net->back,
+		x->server_port);
 	return fclose(c);
 }
 
-int relay_forwarder_argv(const struct relay_ctx *x, const struct fwd *f, int port,
-				struct fwd_cmdline *c)
+/* psplice relay's arguments for f, with the option opt (NULL: none),
+ * listening on listen:port and forwarding to host:target. */
+static void relay_argv(const struct fwd *f, const char *opt, const char *listen, int port,
+		       const char *host, int target, struct fwd_cmdline *c)
 {
+	fwd_arg(c, "relay");
+	if (opt)
+		fwd_arg(c, "%s", opt);
+	fwd_arg(c, "-j");
+	fwd_arg(c, "1");
+	/* Stopped with SIGTERM: drain for less than fwd_stop waits. */
+	fwd_arg(c, "--drain-timeout");
+	fwd_arg(c, "1");
+	if (f->copy)
+		fwd_arg(c, "--copy=readwrite");
+	if (f->nagle)
+		fwd_arg(c, "--nagle");
+	if (f->lowat)
+		fwd_arg(c, "--notsent-lowat=%s", f->lowat);
+	fwd_arg(c, "%s:%d", listen, port);
+	fwd_arg(c, "%s:%d", host, target);
+}
+
+int relay_forwarder_argv(const struct relay_ctx *x, const struct fwd *f, int port,
+			 int chain_port, struct fwd_cmdline *c)
+{
+	const struct relay_net *net = x->net;
 	char cfg[4096];
 
-	fwd_cmd_init(c, f->prog);
+	fwd_cmd_init_in(c, net->relay_ns, f->prog);
 	switch (f->kind) {
 	case F_RELAY:
-		fwd_arg(c, "relay");
-		fwd_arg(c, "-j");
-		fwd_arg(c, "1");
-		/* Stopped with SIGTERM: drain for less than fwd_stop waits. */
-		fwd_arg(c, "--drain-timeout");
-		fwd_arg(c, "1");
-		if (f->copy)
-			fwd_arg(c, "--copy=readwrite");
-		if (f->nagle)
-			fwd_arg(c, "--nagle");
-		if (f->lowat)
-			fwd_arg(c, "--notsent-lowat=%s", f->lowat);
-		fwd_arg(c, "127.0.0.1:%d", port);
-		fwd_arg(c, "127.0.0.1:%d", x->server_port);
+		if (f->chain)
+			relay_argv(f, f->send_proxy ? "--send-proxy-v2" : NULL, net->front,
+				   port, "127.0.0.1", chain_port, c);
+		else
+			relay_argv(f, NULL, net->front, port, net->back, x->server_port, c);
 		return 0;
 	case F_SOCAT:
 		fwd_arg(c, "-b");
 		fwd_arg(c, "131072");
-		fwd_arg(c, "TCP-LISTEN:%d,bind=127.0.0.1,reuseaddr,fork", port);
-		fwd_arg(c, "TCP:127.0.0.1:%d", x->server_port);
+		fwd_arg(c, "TCP-LISTEN:%d,bind=%s,reuseaddr,fork", port, net->front);
+		fwd_arg(c, "TCP:%s:%d", net->back, x->server_port);
 		return 0;
 	case F_HAPROXY:
 		if (haproxy_config(x, port, cfg, sizeof(cfg)) < 0)
@@ -151,4 +167,14 @@ int relay_forwarder_argv(const struct relay_ctx *x, const struct fwd *f, int por
 	default:
 		return -1;
 	}
+}
+
+void relay_chain_argv(const struct relay_ctx *x, const struct fwd *f, int chain_port,
+		      struct fwd_cmdline *c)
+{
+	static const struct fwd plain = { .kind = F_RELAY };
+
+	fwd_cmd_init_in(c, x->net->relay_ns, f->prog);
+	relay_argv(&plain, f->send_proxy ? "--accept-proxy" : NULL, "127.0.0.1", chain_port,
+		   x->net->back, x->server_port, c);
 }

@@ -39,6 +39,8 @@ static const struct group groups[] = {
 	{ "cat", bench_peers_cat },
 	{ "cp", bench_peers_cp },
 	{ "relay", bench_relay },
+	{ "relay-proxy", bench_relay_proxy },
+	{ "relay-failover", bench_relay_failover },
 	{ "pressure", bench_pressure },
 	{ "scaling", bench_scaling },
 	{ "tee", bench_tee },
@@ -298,7 +300,8 @@ const struct cli_cmd bench_cmd = {
 		"\n"
 		"      --quick       a subset that runs in about a minute\n"
 		"      --only LIST   only these groups, comma-separated: mechanism,\n"
-		"                    per-call, cat, cp, relay, pressure, scaling, tee,\n"
+		"                    per-call, cat, cp, relay, relay-proxy,\n"
+		"                    relay-failover, pressure, scaling, tee,\n"
 		"                    write-behind, exec\n"
 		"      --dir DIR     scratch directory, on the filesystem to measure\n"
 		"                    (default: a new directory in /var/tmp, removed after)\n"

@@ -78,4 +78,53 @@ case $out in *"unknown group 'nosuch'"*) ;; *) fail "--only LONG,nosuch: '$out'"
 "$bin" bench extra >/dev/null 2>&1 && fail "an operand accepted"
 "$bin" bench --dir "$t/missing" --only per-call >/dev/null 2>&1 &&
 	fail "a missing --dir accepted"
+
+# relay-failover: one of the relay's two targets killed during 8 streams.
+# The time to the next connection that reached a target is measured, and
+# every connection begun after the kill reached one.
+"$bin" bench --only relay-failover --secs 0.5 --out "$t/fo" > "$t/fo.table" 2> "$t/fo.err" ||
+	fail "relay-failover: exit $? ($(tail -3 "$t/fo.err"))"
+python3 - "$t/fo/latest.csv" <<'PY' || fail "relay-failover: $(cat "$t/fo.table")"
+import csv, sys
+rows = [r for r in csv.DictReader(open(sys.argv[1])) if r["group"] == "relay-failover"]
+got = {r["variant"]: r for r in rows if r["kind"] == "row"}
+assert 0 < float(got["time from the kill to the next connect"]["value"]) < 5000, got
+assert float(got["connections failed after the kill"]["value"]) == 0, got
+assert got["connections cut by the kill"]["value"] != "", got
+assert float(got["connect to greeting, before the kill (median)"]["value"]) > 0, got
+PY
+
+# The relay group's veth items (as root, with ip and iperf3): a run killed
+# with SIGKILL during a veth item leaves none of its network namespaces, no
+# veth and nothing running in them. (Killed during a loopback item instead,
+# the run would leave that item's iperf3 server behind, which no namespace
+# holds.)
+if [ "$(id -u)" -eq 0 ] && command -v ip >/dev/null 2>&1 && command -v iperf3 >/dev/null 2>&1; then
+	"$bin" bench --quick --only relay > /dev/null 2> "$t/veth.err" &
+	pid=$!
+	run=
+	i=0
+	while [ -z "$run" ]; do
+		i=$((i + 1)); [ $i -le 600 ] || fail "no namespace appeared: $(tail -3 "$t/veth.err")"
+		sleep 0.1
+		run=$(ip netns list 2>/dev/null | sed -n 's/^psplice-bench-\([0-9]*\)-r.*/\1/p' |
+			while read -r p; do [ "$(ps -o ppid= -p "$p" | tr -d ' ')" = "$pid" ] && echo "$p"; done)
+	done
+	# The veth item's iperf3 server, on the server namespace's address.
+	i=0
+	while ! pgrep -P "$run" -f "iperf3 -s -B 198[.]18[.]2[.]2" >/dev/null; do
+		i=$((i + 1)); [ $i -le 600 ] || fail "the veth item did not start: $(tail -3 "$t/veth.err")"
+		sleep 0.1
+	done
+	kill -KILL "$run"
+	wait $pid
+	i=0
+	while ip netns list 2>/dev/null | grep -q "^psplice-bench-$run-"; do
+		i=$((i + 1)); [ $i -le 100 ] || fail "namespaces left: $(ip netns list)"
+		sleep 0.1
+	done
+	! ip -o link 2>/dev/null | grep -q "psb${run}[ac]" || fail "veth left: $(ip -o link | grep psb)"
+else
+	echo "t_cli_bench: SKIP the veth items' removal: not root, or no ip or iperf3"
+fi
 exit 0

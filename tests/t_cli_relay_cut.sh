@@ -7,7 +7,8 @@
 # held all reset the client. --log-format=json writes one object per closed
 # connection whose byte counts are what the peers counted, whose every
 # line json.loads takes, and whose unix addresses keep every byte of the
-# path. Loopback only; every wait is bounded.
+# path, and whose counts are iperf3's and curl's own. Loopback only;
+# every wait is bounded.
 [ -z "${BASH_VERSION:-}" ] && command -v bash >/dev/null && exec bash "$0" "$@"
 name=t_cli_relay_cut; . "$(dirname "$0")/cli-lib.sh"
 command -v python3 >/dev/null 2>&1 || { echo "SKIP: python3 missing"; exit 77; }
@@ -319,6 +320,71 @@ if not read <= got <= sent or (rec["end"] == "fin" and got != sent):
 ' iperf3.json log.json || fail $LINENO "the counts differ"
 else
 	skip "iperf3 is not installed"
+fi
+
+# curl's own counts, a download and an upload (PUT) through the relay to
+# an HTTP server of python3's http.server: what the relay says it moved to
+# the client is the response curl read, its headers (%{size_header}) and
+# body (%{size_download}); to the target, the request curl sent, headers
+# (%{size_request}) and body (%{size_upload}). The server speaks HTTP/1.0
+# and closes after each response, so each connection is one exchange and
+# both ends are a FIN.
+if command -v curl >/dev/null 2>&1; then
+	cat > httpd.py <<'PYEOF'
+import http.server, os, sys
+
+class H(http.server.SimpleHTTPRequestHandler):
+    def do_PUT(self):
+        n = int(self.headers["Content-Length"])
+        got = 0
+        while got < n:
+            b = self.rfile.read(min(65536, n - got))
+            if not b:
+                break
+            got += len(b)
+        body = ("stored %d\n" % got).encode()
+        self.send_response(201)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *a):
+        pass
+
+s = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+with open("h.port.tmp", "w") as f:
+    f.write("%d\n" % s.server_address[1])
+os.rename("h.port.tmp", "h.port")
+s.timeout = 60
+s.serve_forever()
+PYEOF
+	mkdir www
+	head -c 3000000 /dev/urandom >www/down
+	head -c 2000000 /dev/urandom >up
+	(cd www && exec python3 ../httpd.py) &
+	pids="$pids $!"
+	wait_for www/h.port . || fail $LINENO "the HTTP server did not start"
+	hport=$(cat www/h.port)
+	rm -f log.json
+	relay r8.log --log-format=json --log=log.json 127.0.0.1:0 127.0.0.1:$hport
+	# bytes: response headers, body; request headers, body
+	fmt='%{size_header} %{size_download} %{size_request} %{size_upload}'
+	got=$(timeout 60 curl -sS -o down -w "$fmt" "http://127.0.0.1:$rport/down") ||
+		fail $LINENO "curl could not download: $got"
+	same $LINENO www/down down
+	wait_for log.json '"id":1,' || fail $LINENO "no record: $(cat r8.log)"
+	set -- $got
+	fields $LINENO bytes_to_client=$(($1 + $2)) bytes_to_target=$(($3 + $4)) end=fin
+	[ "$2" -eq 3000000 ] || fail $LINENO "curl counted $2 bytes of body, want 3000000"
+	got=$(timeout 60 curl -sS -o put.out -H 'Expect:' -T up -w "$fmt" \
+		"http://127.0.0.1:$rport/up") || fail $LINENO "curl could not upload: $got"
+	is $LINENO "stored 2000000" "$(cat put.out)"
+	wait_for log.json '"id":2,' || fail $LINENO "no record: $(cat r8.log)"
+	set -- $got
+	fields $LINENO bytes_to_client=$(($1 + $2)) bytes_to_target=$(($3 + $4)) end=fin
+	[ "$4" -eq 2000000 ] || fail $LINENO "curl counted $4 bytes uploaded, want 2000000"
+	stop_relay $LINENO
+else
+	skip "curl is not installed"
 fi
 
 # Every record, in every file, a JSON object alone on its line.
