@@ -230,6 +230,21 @@ static int keep(struct taken *t, int fd, ino_t ino)
 	return 0;
 }
 
+/* Another listener's address, for the messages: once, though a
+ * --reuseport relay has a socket per worker there. */
+static void note_other(struct taken *t, const char *text)
+{
+	size_t len = strlen(text);
+	const char *at;
+
+	for (at = t->others; (at = strstr(at, text)); at += len)
+		if ((at == t->others || at[-1] == ' ') && (!at[len] || at[len] == ','))
+			return;
+	if (t->olen < sizeof(t->others))
+		t->olen += (size_t)snprintf(t->others + t->olen, sizeof(t->others) - t->olen,
+					    "%s%s", t->olen ? ", " : "", text);
+}
+
 /* fd, a copy of one of pid's sockets: kept when it is a listener LISTEN
  * names and not kept already, closed otherwise (another listener's address
  * noted for the messages). -1 without the memory. */
@@ -250,9 +265,7 @@ static int consider(const struct relay *r, pid_t pid, struct taken *t, int fd)
 	if (matches(r, pid, (struct sockaddr *)&ss, len))
 		return keep(t, fd, st.st_ino) < 0 ? (close(fd), -1) : 0;
 	addr_text((struct sockaddr *)&ss, len, text, sizeof(text));
-	if (t->olen < sizeof(t->others))
-		t->olen += (size_t)snprintf(t->others + t->olen, sizeof(t->others) - t->olen,
-					    "%s%s", t->olen ? ", " : "", text);
+	note_other(t, text);
 drop:
 	close(fd);
 	return 0;
