@@ -318,17 +318,42 @@ static void say_none(const struct relay *r, pid_t pid, const struct taken *t)
 			  t->others);
 }
 
+/* The sockets of a --reuseport relay with as many workers as this one:
+ * one each on the same address, all SO_REUSEPORT. */
+static bool one_per_worker(const struct relay *r, const struct taken *t)
+{
+	struct sockaddr_storage first, ss;
+	socklen_t flen = sizeof(first), len;
+	int k, on;
+
+	if (t->n < 2 || t->n != r->jobs ||
+	    getsockname(t->fds[0], (struct sockaddr *)&first, &flen) < 0)
+		return false;
+	for (k = 0; k < t->n; k++) {
+		len = sizeof(int);
+		on = 0;
+		if (getsockopt(t->fds[k], SOL_SOCKET, SO_REUSEPORT, &on, &len) < 0 || !on)
+			return false;
+		len = sizeof(ss);
+		if (getsockname(t->fds[k], (struct sockaddr *)&ss, &len) < 0 || len != flen ||
+		    memcmp(&ss, &first, len))
+			return false;
+	}
+	return true;
+}
+
 /* The taken sockets are served as passed ones are: each worker watches
  * every one, woken alone (EPOLLEXCLUSIVE). That holds for any --jobs: the
  * sockets of a --reuseport relay, one per worker, are each watched by all
  * the workers of this one, however many, so none is left with a queue
- * nobody reads. */
+ * nobody reads. With as many workers as sockets, each worker has one of
+ * its own again, with no accept shared. */
 static int serve_taken(struct relay *r, struct worker *w, struct taken *t)
 {
 	int i, k, flags;
 
-	r->nlisten = t->n;
-	r->shared = true;
+	r->shared = !one_per_worker(r, t);
+	r->nlisten = r->shared ? t->n : 1;
 	if (listener_handles(r, w) < 0)
 		return -1;
 	for (k = 0; k < t->n; k++) {
@@ -339,8 +364,11 @@ static int serve_taken(struct relay *r, struct worker *w, struct taken *t)
 				  (long)r->replace_pid);
 			return -1;
 		}
-		for (i = 0; i < r->jobs; i++)
-			w[i].listeners[k].fd = t->fds[k];
+		if (!r->shared)
+			w[k].listeners[0].fd = t->fds[k];
+		else
+			for (i = 0; i < r->jobs; i++)
+				w[i].listeners[k].fd = t->fds[k];
 	}
 	return 0;
 }

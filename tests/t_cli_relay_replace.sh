@@ -166,13 +166,16 @@ fi
 unchanged $LINENO
 # Relay r2 shares one set of listeners among its workers, which a stop
 # signal would shut down: replaced, it leaves them listening. (It is
-# relay r1's child: its exit status is not this shell's to see.)
+# relay r1's child: its exit status is not this shell's to see.) They are
+# the two sockets of r0's --reuseport: with two workers, r3 gives each
+# worker one, and the kernel spreads the connections over both, none of
+# which may wait for a worker that does not watch its socket.
 a=$(count seen.a)
-"$P" relay -j 1 --replace=$r2 127.0.0.1:$lport $ta 2>r3.log &
+"$P" relay -j 2 --replace=$r2 127.0.0.1:$lport $ta 2>r3.log &
 r3=$!; pids="$pids $r3"
 gone $r2 || fail $LINENO "relay $r2 did not end: $(cat r3.log)"
-timeout 30 python3 peers.py some 127.0.0.1:$lport 5 4096 || fail $LINENO "relay $r3 does not serve"
-is $LINENO "$((a + 5))" "$(count seen.a)"
+timeout 60 python3 peers.py some 127.0.0.1:$lport 20 4096 || fail $LINENO "relay $r3 does not serve"
+is $LINENO "$((a + 20))" "$(count seen.a)"
 is $LINENO "psplice: relay: took over the listeners of process $r2" "$(cat r3.log)"
 kill $r3; gone $r3 || fail $LINENO "relay $r3 did not stop"
 
