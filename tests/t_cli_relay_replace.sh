@@ -5,11 +5,14 @@
 # 64 KiB echoed and checked, goes through a replacement that changes -j,
 # the target and the log format, with no connection refused, reset or cut;
 # the connections after it reach the new target, each in the new relay's
-# JSON log. A reload of the new relay (its --replace ignored) and a unix
-# listener named by a relative path follow. Each refusal leaves the relay
-# serving, untouched: a process that has exited, one that is no relay, a
-# LISTEN it does not listen on, a user without ptrace access to it. Every
-# wait and every peer is bounded.
+# JSON log. Then: a reload of the new relay (its --replace ignored); each
+# refusal, which leaves the relay serving, untouched (a process that has
+# exited, one that is no relay, a LISTEN it does not listen on, a user
+# without ptrace access to it); a relay whose workers share the listeners,
+# replaced by one that gives each worker its --reuseport socket again; a
+# socket-activated relay with two listeners, one taken, then LISTEN '-'
+# taking all; a unix listener named by a relative path. Every wait and
+# every peer is bounded.
 [ -z "${BASH_VERSION:-}" ] && command -v bash >/dev/null && exec bash "$0" "$@"
 name=t_cli_relay_replace; . "$(dirname "$0")/cli-lib.sh"
 pids= pd=
@@ -178,6 +181,37 @@ timeout 60 python3 peers.py some 127.0.0.1:$lport 20 4096 || fail $LINENO "relay
 is $LINENO "$((a + 20))" "$(count seen.a)"
 is $LINENO "psplice: relay: took over the listeners of process $r2" "$(cat r3.log)"
 kill $r3; gone $r3 || fail $LINENO "relay $r3 did not stop"
+
+# A relay with two listeners, socket-activated: the new one takes the one
+# LISTEN names and says which it leaves; then LISTEN "-" takes them all.
+if command -v systemd-socket-activate >/dev/null; then
+	p1=$(port) p2=$(port)
+	systemd-socket-activate -l 127.0.0.1:$p1 -l 127.0.0.1:$p2 \
+		"$P" relay -j 2 - $ta >act.out 2>act.err &
+	act=$!; pids="$pids $act"
+	wait_for act.err "Listening on 127.0.0.1:$p2" ||
+		fail $LINENO "systemd-socket-activate did not listen: $(cat act.err)"
+	# The activator execs the relay on the first connection.
+	timeout 30 python3 peers.py some 127.0.0.1:$p1 1 4096 || fail $LINENO "$(cat act.err)"
+	"$P" relay -j 2 --replace=$act 127.0.0.1:$p1 $tb 2>s1.log &
+	s1=$!; pids="$pids $s1"
+	wait $act; rc=$?
+	rc_is $LINENO 0
+	printf '%s\n' "psplice: relay: process $act listens on 127.0.0.1:$p2 too: not taken" \
+		"psplice: relay: took over the listeners of process $act" >want
+	cmp -s want s1.log || fail $LINENO "want '$(cat want)', got '$(cat s1.log)'"
+	"$P" relay -j 1 --replace=$s1 - $tb 2>s2.log &
+	s2=$!; pids="$pids $s2"
+	wait $s1; rc=$?
+	rc_is $LINENO 0
+	is $LINENO "psplice: relay: took over the listeners of process $s1" "$(cat s2.log)"
+	b=$(count seen.b)
+	timeout 30 python3 peers.py some 127.0.0.1:$p1 3 4096 || fail $LINENO "relay $s2 does not serve"
+	is $LINENO $((b + 3)) "$(count seen.b)"
+	kill $s2; gone $s2 || fail $LINENO "relay $s2 did not stop"
+else
+	skip "LISTEN '-' and a listener left: systemd-socket-activate not installed"
+fi
 
 # A unix listener, named by the new relay as a path relative to its
 # directory: the socket file stays for it when the old one drains.
