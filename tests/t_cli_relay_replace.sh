@@ -64,8 +64,24 @@ async def some(where, n, size):
     print("\n".join(errors), file=sys.stderr)
     sys.exit(1 if errors else 0)
 
+# One connection held open secs seconds before its bytes go.
+async def slow(where, size, secs):
+    host, port = where.rsplit(":", 1)
+    r, w = await asyncio.open_connection(host, int(port))
+    await asyncio.sleep(secs)
+    data = os.urandom(size)
+    w.write(data)
+    await w.drain()
+    w.write_eof()
+    back = await asyncio.wait_for(r.read(), 30)
+    w.close()
+    print("sent %d bytes, %d came back" % (size, len(back)), file=sys.stderr)
+    sys.exit(0 if back == data else 1)
+
 if sys.argv[1] == "echo":
     asyncio.run(echo(sys.argv[2], sys.argv[3]))
+elif sys.argv[1] == "slow":
+    asyncio.run(slow(sys.argv[2], int(sys.argv[3]), float(sys.argv[4])))
 elif sys.argv[1] == "storm":
     asyncio.run(storm(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])))
 else:
@@ -209,6 +225,29 @@ if command -v systemd-socket-activate >/dev/null; then
 	timeout 30 python3 peers.py some 127.0.0.1:$p1 3 4096 || fail $LINENO "relay $s2 does not serve"
 	is $LINENO $((b + 3)) "$(count seen.b)"
 	kill $s2; gone $s2 || fail $LINENO "relay $s2 did not stop"
+	# A relay draining already, its connection open: the service
+	# manager's sockets still listen, unwatched, and are taken; the
+	# relay goes on draining rather than dying of a second SIGTERM.
+	systemd-socket-activate -l 127.0.0.1:$p1 "$P" relay -v -j 1 - $ta >act.out 2>act.err &
+	act=$!; pids="$pids $act"
+	wait_for act.err "Listening on 127.0.0.1:$p1" ||
+		fail $LINENO "systemd-socket-activate did not listen: $(cat act.err)"
+	timeout 40 python3 peers.py slow 127.0.0.1:$p1 65536 3 2>slow.err &
+	slow=$!
+	wait_for act.err "open$" || fail $LINENO "the relay did not start: $(cat act.err)"
+	kill $act
+	wait_for act.err "draining 1 connection" || fail $LINENO "$(cat act.err)"
+	"$P" relay -j 1 --replace=$act - $tb 2>s3.log &
+	s3=$!; pids="$pids $s3"
+	wait_for s3.log "took over" || fail $LINENO "$(cat s3.log)"
+	wait $slow || fail $LINENO "the open connection was cut: $(cat slow.err)"
+	wait $act; rc=$?
+	rc_is $LINENO 0
+	grep -q "serves in place of this one" act.err || fail $LINENO "$(cat act.err)"
+	b=$(count seen.b)
+	timeout 30 python3 peers.py some 127.0.0.1:$p1 3 4096 || fail $LINENO "relay $s3 does not serve"
+	is $LINENO $((b + 3)) "$(count seen.b)"
+	kill $s3; gone $s3 || fail $LINENO "relay $s3 did not stop"
 else
 	skip "LISTEN '-' and a listener left: systemd-socket-activate not installed"
 fi
