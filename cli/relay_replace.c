@@ -98,6 +98,13 @@ static void say_no_permission(pid_t pid, int err)
 		  "restriction, or CAP_SYS_PTRACE)", (long)pid);
 }
 
+/* pidfd_open came in Linux 5.3, pidfd_getfd in 5.6. */
+static void say_no_pidfd(pid_t pid)
+{
+	cli_error(0, "relay: cannot replace process %ld: the kernel cannot take another "
+		  "process's fds (pidfd_getfd needs Linux 5.6 or later)", (long)pid);
+}
+
 /* pidfd_getfd(2) checks the right to take pid's fds (ptrace access) before
  * it looks the fd up: asked for fd -1, which no process has, it fails with
  * EBADF when the fds may be taken. Then this process may also signal pid:
@@ -108,6 +115,8 @@ static bool may_take(pid_t pid, int pidfd)
 		if (errno == ESRCH)
 			cli_error(0, "relay: cannot replace process %ld: it has exited",
 				  (long)pid);
+		else if (errno == ENOSYS)
+			say_no_pidfd(pid);
 		else
 			say_no_permission(pid, errno);
 		return false;
@@ -136,6 +145,8 @@ static int open_relay(pid_t pid)
 		if (errno == ESRCH)
 			cli_error(0, "relay: cannot replace process %ld: there is no such "
 				  "process", (long)pid);
+		else if (errno == ENOSYS)
+			say_no_pidfd(pid);
 		else
 			cli_error(errno, "relay: cannot replace process %ld: pidfd_open",
 				  (long)pid);
