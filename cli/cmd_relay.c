@@ -412,14 +412,15 @@ static pid_t pid_arg(const struct cli_cmd *cmd, const char *s)
 }
 
 /* --replace takes the listeners as the relay replaced made them: the
- * options that would make them otherwise are refused rather than ignored.
- * LISTEN "-" is then every listener it has. */
+ * options that would make them otherwise are refused rather than ignored,
+ * before LISTEN "-" refuses them for a service manager's sockets. LISTEN
+ * "-" is then every listener the relay replaced has. */
 static void check_replace(const struct cli_cmd *cmd, struct relay *r)
 {
 	if (r->reuseport)
 		cli_usage_error(cmd, "--reuseport does not apply with --replace: the listeners "
-				"are taken as they are (with the --reuseport of the relay "
-				"replaced, one per worker), and every worker serves them all");
+				"are taken as the relay replaced made them (with its "
+				"--reuseport, one per worker)");
 	if (r->unix_mode >= 0)
 		cli_usage_error(cmd, "--unix-mode does not apply with --replace: the socket "
 				"file is the one the relay replaced made (change its mode "
@@ -497,12 +498,8 @@ static void parse_operands(const struct cli_cmd *cmd, int argc, char **argv,
 		cli_usage_error(cmd, "too many targets (at most %d)", MAX_TARGETS);
 	if (r->replace_pid)
 		check_replace(cmd, r);
-	if (!strcmp(argv[optind], "-") && r->replace_pid) {
-		r->inherited = true;
-		r->listen.text = "-";
-	} else if (!strcmp(argv[optind], "-")) {
+	if (!strcmp(argv[optind], "-"))
 		take_inherited(cmd, r);
-	}
 	else if (cli_parse_addr(argv[optind], &r->listen, true, &why) < 0)
 		cli_usage_error(cmd, "invalid address %s: %s", cli_quote(argv[optind]), why);
 	/* Every address checked before the table is made: a usage error

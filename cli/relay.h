@@ -98,7 +98,7 @@ struct relay {
 	int done_fd;                     /* eventfd: a worker has finished */
 	char *re_path, **re_argv;        /* what a reload runs (relay_reload.c) */
 	int ready_fd;                    /* started by a reload: say so here; or -1 */
-	atomic_bool handed_over;         /* a reload took the listeners */
+	atomic_bool handed_over;         /* a reload or --replace took the listeners */
 	pid_t replace_pid;               /* --replace: the relay replaced; or 0 */
 	int replace_fd;                  /* its pidfd until it is told; or -1 */
 };
