@@ -26,8 +26,9 @@ served_by() { # LOG NTH
 }
 
 # The echo server and the clients' connection are tests/relay_peers.py's.
-PYTHONPATH=$(cd "$(dirname "$0")" && pwd)
-export PYTHONPATH
+# No bytecode is written into the source tree.
+PYTHONPATH=$(cd "$(dirname "$0")" && pwd) PYTHONDONTWRITEBYTECODE=1
+export PYTHONPATH PYTHONDONTWRITEBYTECODE
 cat >peers.py <<'EOF'
 import asyncio, os, re, signal, sys
 from relay_peers import echo, gated, one

@@ -27,8 +27,9 @@ count() { # FILE: its lines, 0 when it does not exist
 }
 
 # The echo server and the clients' connection are tests/relay_peers.py's.
-PYTHONPATH=$(cd "$(dirname "$0")" && pwd)
-export PYTHONPATH
+# No bytecode is written into the source tree.
+PYTHONPATH=$(cd "$(dirname "$0")" && pwd) PYTHONDONTWRITEBYTECODE=1
+export PYTHONPATH PYTHONDONTWRITEBYTECODE
 cat >peers.py <<'EOF'
 import asyncio, os, sys
 from relay_peers import echo, gated, one
