@@ -14,6 +14,11 @@
 # taking all; a unix listener named by a relative path. Every wait and
 # every peer is bounded.
 [ -z "${BASH_VERSION:-}" ] && command -v bash >/dev/null && exec bash "$0" "$@"
+# The echo server and the clients' connection are tests/relay_peers.py's,
+# found before cli-lib.sh enters the scratch directory; no bytecode is
+# written into the source tree.
+PYTHONPATH=$(cd "$(dirname "$0")" && pwd) PYTHONDONTWRITEBYTECODE=1
+export PYTHONPATH PYTHONDONTWRITEBYTECODE
 name=t_cli_relay_replace; . "$(dirname "$0")/cli-lib.sh"
 pids= pd=
 cli_cleanup() {
@@ -26,10 +31,6 @@ count() { # FILE: its lines, 0 when it does not exist
 	if [ -e "$1" ]; then wc -l <"$1"; else echo 0; fi
 }
 
-# The echo server and the clients' connection are tests/relay_peers.py's.
-# No bytecode is written into the source tree.
-PYTHONPATH=$(cd "$(dirname "$0")" && pwd) PYTHONDONTWRITEBYTECODE=1
-export PYTHONPATH PYTHONDONTWRITEBYTECODE
 cat >peers.py <<'EOF'
 import asyncio, os, sys
 from relay_peers import echo, gated, one
@@ -62,7 +63,8 @@ async def some(where, n, size):
     errors = []
     for _ in range(n):
         await asyncio.wait_for(one(where, size, errors), 30)
-    print("\n".join(errors), file=sys.stderr)
+    for e in errors:
+        print(e, file=sys.stderr)
     sys.exit(1 if errors else 0)
 
 # One connection held open secs seconds before its bytes go.
@@ -156,6 +158,9 @@ rc_is $LINENO 1
 err_is $LINENO "psplice: relay: cannot replace process $p: there is no such process"
 # A process that is not a relay.
 sleep 60 & p=$!; pids="$pids $p"
+# Its command line is the shell's until it runs sleep, and reads empty
+# during the exec.
+wait_for /proc/$p/cmdline sleep || fail $LINENO "sleep did not start"
 "$P" relay --replace=$p 127.0.0.1:$lport $ta 2>err; rc=$?
 rc_is $LINENO 1
 err_is $LINENO "psplice: relay: cannot replace process $p: it is not a psplice relay (its command line is 'sleep 60')"
