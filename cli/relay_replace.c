@@ -55,7 +55,8 @@ static const char *cmdline_text(char *cmdline, size_t len)
 	size_t i;
 
 	if (!len)
-		return "nothing: a kernel thread, or a process that has exited";
+		return "empty: a kernel thread, a process that has exited, or one "
+		       "starting a program";
 	for (i = 0; i + 1 < len; i++)
 		if (!cmdline[i])
 			cmdline[i] = ' ';
