@@ -24,7 +24,8 @@
 
 enum { OPT_MAX_CONNS = 0x200, OPT_IDLE, OPT_CONNECT, OPT_DRAIN, OPT_STATS, OPT_COPY,
        OPT_LOWAT, OPT_NAGLE, OPT_REUSEPORT, OPT_UNIX_MODE, OPT_LOG_FORMAT, OPT_LOG,
-       OPT_BALANCE, OPT_CHECK, OPT_SEND_PROXY, OPT_SEND_PROXY_V2, OPT_ACCEPT_PROXY };
+       OPT_BALANCE, OPT_CHECK, OPT_SEND_PROXY, OPT_SEND_PROXY_V2, OPT_ACCEPT_PROXY,
+       OPT_REPLACE };
 
 static const struct option longopts[] = {
 	{ "jobs", required_argument, NULL, 'j' },
@@ -45,6 +46,7 @@ static const struct option longopts[] = {
 	{ "send-proxy", no_argument, NULL, OPT_SEND_PROXY },
 	{ "send-proxy-v2", no_argument, NULL, OPT_SEND_PROXY_V2 },
 	{ "accept-proxy", no_argument, NULL, OPT_ACCEPT_PROXY },
+	{ "replace", required_argument, NULL, OPT_REPLACE },
 	{ "verbose", no_argument, NULL, 'v' },
 	CLI_COMMON_LONGOPTS
 };
@@ -156,6 +158,19 @@ static void reload(struct relay *r, struct worker *w, struct reload *re)
 		cli_say("relay: still serving (process %ld)", (long)getpid());
 }
 
+/* Process pid serves the listeners: this relay stops accepting and
+ * drains, the sockets left listening and a unix socket's file in place
+ * for it. Already draining, it goes on as it was: the stop signal that
+ * began it is not repeated, which would end it at once. */
+static void handed_over(struct relay *r, struct worker *w, pid_t pid, int signo)
+{
+	if (r->verbose)
+		cli_say("relay: process %ld serves in place of this one", (long)pid);
+	atomic_store(&r->handed_over, true);
+	if (!atomic_load(&r->draining))
+		stop(r, w, signo);
+}
+
 /* The new relay said it serves, or failed: in the first case this one
  * stops accepting and drains, its listeners left to the new one. */
 static void reloaded(struct relay *r, struct worker *w, struct reload *re)
@@ -163,17 +178,22 @@ static void reloaded(struct relay *r, struct worker *w, struct reload *re)
 	bool ok = reload_ended(r, re->pid, re->fd);
 
 	re->fd = -1;
-	if (!ok || atomic_load(&r->draining))
-		return;
-	if (r->verbose)
-		cli_say("relay: process %ld serves in place of this one", (long)re->pid);
-	atomic_store(&r->handed_over, true);
-	stop(r, w, SIGUSR2);
+	if (ok && !atomic_load(&r->draining))
+		handed_over(r, w, re->pid, SIGUSR2);
+}
+
+/* The SIGTERM of a relay started with --replace that serves this one's
+ * listeners now (relay_replace.c); a plain SIGTERM says nothing of them. */
+static bool from_replacer(const struct signalfd_siginfo *si)
+{
+	return si->ssi_signo == SIGTERM && si->ssi_code == SI_QUEUE &&
+	       si->ssi_int == HANDOVER_VALUE;
 }
 
 /* Wait for the workers; SIGTERM, SIGINT and SIGHUP stop the relay (stop),
  * SIGUSR1 and the stats interval print the counters, SIGUSR2 starts the
- * relay that replaces this one. */
+ * relay that replaces this one; a relay started with --replace says it
+ * has taken this one's listeners. */
 static void supervise(struct relay *r, struct worker *w, int sfd)
 {
 	struct pollfd p[3] = { { .fd = sfd, .events = POLLIN },
@@ -204,6 +224,8 @@ static void supervise(struct relay *r, struct worker *w, int sfd)
 			print_stats(r);
 		else if (si.ssi_signo == SIGUSR2)
 			reload(r, w, &re);
+		else if (from_replacer(&si))
+			handed_over(r, w, (pid_t)si.ssi_pid, SIGTERM);
 		else
 			stop(r, w, (int)si.ssi_signo);
 	}
@@ -265,7 +287,7 @@ static void start_workers(const struct relay *r, struct worker *w)
 
 static int serve(struct relay *r, struct worker *w)
 {
-	int sfd, i;
+	int sfd, i, status = 0;
 
 	if (make_listeners(r, w) < 0)
 		return 1;
@@ -286,6 +308,13 @@ static int serve(struct relay *r, struct worker *w)
 		cli_error(i, "relay: cannot start the target checker");
 	start_workers(r, w);
 	reload_say_ready(r);
+	/* The relay replaced must not be left serving alongside this one
+	 * unknowing: this one goes, the sockets left to it. */
+	if (replace_finish(r) < 0) {
+		atomic_store(&r->handed_over, true);
+		stop(r, w, SIGTERM);
+		status = 1;
+	}
 	supervise(r, w, sfd);
 	for (i = 0; i < r->jobs; i++)
 		pthread_join(w[i].thread, NULL);
@@ -293,7 +322,7 @@ static int serve(struct relay *r, struct worker *w)
 	note_flush(&r->accept_failed, true);
 	if (r->verbose)
 		print_stats(r);
-	return 0;
+	return status;
 }
 
 static int run(struct relay *r)
@@ -306,6 +335,8 @@ static int run(struct relay *r)
 		return 1;
 	}
 	status = serve(r, w);
+	if (r->replace_fd >= 0)
+		close(r->replace_fd);
 	free_listeners(r, w);
 	reload_free(r);
 	free(w);
@@ -402,6 +433,32 @@ static enum balance balance_arg(const struct cli_cmd *cmd, const char *s)
 	return BAL_ROUNDROBIN;
 }
 
+/* --replace=PID: a process id (pid_max is at most 2^22). */
+static pid_t pid_arg(const struct cli_cmd *cmd, const char *s)
+{
+	uint64_t pid = parse_count(cmd, "--replace", s);
+
+	if (!pid || pid > INT32_MAX)
+		cli_usage_error(cmd, "invalid --replace %s (want a process id)", cli_quote(s));
+	return (pid_t)pid;
+}
+
+/* --replace takes the listeners as the relay replaced made them: the
+ * options that would make them otherwise are refused rather than ignored,
+ * before LISTEN "-" refuses them for a service manager's sockets. LISTEN
+ * "-" is then every listener the relay replaced has. */
+static void check_replace(const struct cli_cmd *cmd, struct relay *r)
+{
+	if (r->reuseport)
+		cli_usage_error(cmd, "--reuseport does not apply with --replace: the listeners "
+				"are taken as the relay replaced made them (with its "
+				"--reuseport, one per worker)");
+	if (r->unix_mode >= 0)
+		cli_usage_error(cmd, "--unix-mode does not apply with --replace: the socket "
+				"file is the one the relay replaced made (change its mode "
+				"with chmod)");
+}
+
 /* The options into r; --jobs is returned, 0 when not given. */
 static uint64_t parse_options(const struct cli_cmd *cmd, int argc, char **argv,
 			      struct relay *r, const char **log)
@@ -436,6 +493,7 @@ static uint64_t parse_options(const struct cli_cmd *cmd, int argc, char **argv,
 		case OPT_SEND_PROXY: r->send_proxy = 1; break;
 		case OPT_SEND_PROXY_V2: r->send_proxy = 2; break;
 		case OPT_ACCEPT_PROXY: r->accept_proxy = true; break;
+		case OPT_REPLACE: r->replace_pid = pid_arg(cmd, optarg); break;
 		case 'v': r->verbose = true; break;
 		default: cli_common_option(cmd, c);
 		}
@@ -470,6 +528,8 @@ static void parse_operands(const struct cli_cmd *cmd, int argc, char **argv,
 				"missing TARGET operand");
 	if (n > MAX_TARGETS)
 		cli_usage_error(cmd, "too many targets (at most %d)", MAX_TARGETS);
+	if (r->replace_pid)
+		check_replace(cmd, r);
 	if (!strcmp(argv[optind], "-"))
 		take_inherited(cmd, r);
 	else if (cli_parse_addr(argv[optind], &r->listen, true, &why) < 0)
@@ -495,7 +555,7 @@ static void parse_operands(const struct cli_cmd *cmd, int argc, char **argv,
 static int relay_main(const struct cli_cmd *cmd, int argc, char **argv)
 {
 	struct relay r = { .connect_ms = 10000, .check_ms = 2000, .drain_ms = 10000, .unix_mode = -1,
-			   .log_fd = STDERR_FILENO, .ready_fd = -1,
+			   .log_fd = STDERR_FILENO, .ready_fd = -1, .replace_fd = -1,
 			   .accept_failed = { .lock = PTHREAD_MUTEX_INITIALIZER, .what = "accept" } };
 	const char *log = NULL;
 	uint64_t jobs = parse_options(cmd, argc, argv, &r, &log);
@@ -522,6 +582,10 @@ static int relay_main(const struct cli_cmd *cmd, int argc, char **argv)
 	/* Started by a reload: the listeners are the old relay's. A relay that
 	 * cannot read its command line serves all the same: a reload says so. */
 	r.ready_fd = reload_ready_fd();
+	/* A reload runs the command line again, --replace included: the
+	 * process it names was replaced long ago, its pid maybe another's. */
+	if (r.ready_fd >= 0)
+		r.replace_pid = 0;
 	reload_prepare(&r);
 	status = run(&r);
 	free(r.targets);
@@ -542,6 +606,7 @@ const struct cli_cmd cli_cmd_relay = {
 	"SIGUSR2 replaces the relay: its command line runs again from the same path\n"
 	"(a new binary there), takes the listening sockets, and the old relay drains\n"
 	"once the new one serves; if the new one fails, the old one serves on.\n"
+	"--replace=PID does the same with a relay started by hand, its options its own.\n"
 	"With several TARGETs, each connection goes to one chosen by --balance; a\n"
 	"target that refuses or does not answer within --connect-timeout is marked\n"
 	"down and the next one tried (the client's bytes wait, unread), and the\n"
@@ -583,10 +648,14 @@ const struct cli_cmd cli_cmd_relay = {
 	"                           or 2), which names the client for the log and for\n"
 	"                           --send-proxy*; one without a valid header within\n"
 	"                           3 seconds is dropped, nothing of it forwarded\n"
+	"      --replace=PID        take the listening sockets of the running relay PID\n"
+	"                           that LISTEN names ('-': all of them), serve them,\n"
+	"                           then tell PID to drain; on any error PID serves on\n"
 	"  -v, --verbose            log each connection's open and close with byte counts\n"
 	"\n"
 	"Examples: " CLI_NAME " relay -v 127.0.0.1:8080 127.0.0.1:80\n"
 	"  " CLI_NAME " relay --balance=first 127.0.0.1:8080 10.0.0.1:80 10.0.0.2:80\n"
-	"  systemd-socket-activate -l 8080 " CLI_NAME " relay - 127.0.0.1:80\n",
+	"  systemd-socket-activate -l 8080 " CLI_NAME " relay - 127.0.0.1:80\n"
+	"  " CLI_NAME " relay --replace=4242 -j 8 127.0.0.1:8080 127.0.0.1:81\n",
 	.main = relay_main,
 };

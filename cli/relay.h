@@ -1,7 +1,9 @@
 /* psplice relay: what its files share. cmd_relay.c reads the options and
  * runs the main thread (signals, stats, the end); relay_worker.c runs each
  * worker's event loop; relay_conn.c moves one connection; relay_net.c makes
- * the sockets, relay_activate.c takes those a service manager passed;
+ * the sockets, relay_activate.c takes those a service manager passed,
+ * relay_reload.c hands them to the relay that replaces this one and
+ * relay_replace.c takes them from the relay this one replaces;
  * relay_proxy.c reads and writes PROXY protocol headers; relay_log.c
  * writes each connection's record. */
 #ifndef CLI_RELAY_H
@@ -25,6 +27,10 @@
 #define NEVER INT64_MAX
 #define NOTE_MS 5000         /* a repeated error is said at most this often */
 #define PROXY_WAIT_MS 3000   /* --accept-proxy: the header comes within this */
+/* The value a relay started with --replace queues with the SIGTERM it
+ * sends the relay it replaces (sigqueue(3)): that relay's listeners are
+ * served already, so it drains and leaves them listening. */
+#define HANDOVER_VALUE 0x72706c63
 
 /* An error that may come many times a second, from every worker (accept
  * out of fds: the queue stays readable, and each retry fails again): said
@@ -92,7 +98,9 @@ struct relay {
 	int done_fd;                     /* eventfd: a worker has finished */
 	char *re_path, **re_argv;        /* what a reload runs (relay_reload.c) */
 	int ready_fd;                    /* started by a reload: say so here; or -1 */
-	atomic_bool handed_over;         /* a reload took the listeners */
+	atomic_bool handed_over;         /* a reload or --replace took the listeners */
+	pid_t replace_pid;               /* --replace: the relay replaced; or 0 */
+	int replace_fd;                  /* its pidfd until it is told; or -1 */
 };
 
 enum handle_kind { H_LISTEN, H_WAKE, H_CLIENT, H_TARGET };
@@ -194,12 +202,17 @@ int inherit_listeners(struct relay *r, struct worker *w);
 void free_names(char **names);
 
 /* relay_reload.c */
+char *slurp(const char *path, size_t *len);
 int reload_prepare(struct relay *r);
 void reload_free(struct relay *r);
 int reload_ready_fd(void);
 void reload_say_ready(struct relay *r);
 pid_t reload_start(struct relay *r, struct worker *w, int *ready_rd);
 bool reload_ended(struct relay *r, pid_t pid, int fd);
+
+/* relay_replace.c */
+int replace_take(struct relay *r, struct worker *w);
+int replace_finish(struct relay *r);
 
 /* relay_worker.c */
 void note_error(struct note *n, int err);

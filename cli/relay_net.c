@@ -142,7 +142,8 @@ void listener_text(const struct relay *r, const struct worker *w, int k, char *b
  * so a second relay started by mistake would do so silently: only when
  * asked. Unix: a stale socket file is replaced, a live one is not.
  * LISTEN "-", or a relay started by a reload: the sockets passed
- * (relay_activate.c). */
+ * (relay_activate.c); --replace: those of the relay replaced
+ * (relay_replace.c). */
 int make_listeners(struct relay *r, struct worker *w)
 {
 	struct sockaddr_storage ss = r->listen.ss;
@@ -150,7 +151,11 @@ int make_listeners(struct relay *r, struct worker *w)
 	bool unix_sock = ss.ss_family == AF_UNIX;
 	int i, fd;
 
-	if (r->inherited || r->ready_fd >= 0)
+	if (r->ready_fd >= 0)
+		return inherit_listeners(r, w);
+	if (r->replace_pid)
+		return replace_take(r, w);
+	if (r->inherited)
 		return inherit_listeners(r, w);
 	r->nlisten = 1;
 	if (listener_handles(r, w) < 0)

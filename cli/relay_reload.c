@@ -34,7 +34,7 @@ struct spawn {
 };
 
 /* The whole file, or NULL; *len its size. */
-static char *slurp(const char *path, size_t *len)
+char *slurp(const char *path, size_t *len)
 {
 	size_t size = 4096, used = 0;
 	char *buf = malloc(size), *more;

@@ -30,4 +30,29 @@ err_is() {
 same() { cmp -s "$2" "$3" || fail "$1" "$2 and $3 differ"; }
 # A check this machine cannot make, said and passed over.
 skip() { echo "$name: SKIP $*"; }
+# For the processes a test starts (a test may define its own):
+# wait_for FILE PATTERN [SECONDS]: whether the file has a matching line
+# within the seconds (10 unless said)
+wait_for() {
+	_i=0
+	while ! grep -q "$2" "$1" 2>/dev/null; do
+		_i=$((_i + 1))
+		[ $_i -le $((${3:-10} * 10)) ] || return 1
+		sleep 0.1
+	done
+}
+# gone PID [SECONDS]: whether the process ended within the seconds (20
+# unless said)
+gone() {
+	_i=0
+	while kill -0 "$1" 2>/dev/null; do
+		_i=$((_i + 1))
+		[ $_i -le $((${2:-20} * 10)) ] || return 1
+		sleep 0.1
+	done
+}
+# port: a TCP port on 127.0.0.1 that was free a moment ago
+port() {
+	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
 methods='(clone|copy_file_range|sendfile|splice|splice_pipe|readwrite)'

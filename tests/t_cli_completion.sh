@@ -13,7 +13,8 @@ comp=${PSPLICE_COMPLETION:-$top/completion/psplice}
 lib=/usr/share/bash-completion/bash_completion
 [ -r "$lib" ] || { echo "SKIP: bash-completion is not installed ($lib)"; exit 77; }
 d=$(mktemp -d "${1:-/tmp}/t_cli_completion.XXXXXX") && d=$(cd "$d" && pwd) || exit 1
-trap 'rm -rf "$d"' EXIT
+rp=
+trap '[ -n "$rp" ] && kill $rp; rm -rf "$d"' EXIT
 
 fail() { echo "t_cli_completion: line $1: $2" >&2; exit 1; }
 
@@ -167,4 +168,23 @@ complete_line "psplice relay - "
 ! grep -qxF -- - <<<"$got" || fail $LINENO "'-' offered as TARGET: [$(echo $got)]"
 complete_line "psplice relay -j 2 127.0.0.1:80 "
 ! grep -qxF -- - <<<"$got" || fail $LINENO "'-' offered as TARGET: [$(echo $got)]"
+# relay --replace: the running relays' pids, not another process's.
+if [ -x "${PSPLICE_BIN:-}" ] && command -v pgrep >/dev/null; then
+	"$PSPLICE_BIN" relay -j 1 127.0.0.1:0 127.0.0.1:9 2>/dev/null &
+	rp=$!
+	for i in $(seq 100); do
+		grep -q relay /proc/$rp/cmdline 2>/dev/null && break
+		sleep 0.05
+	done
+	sleep 30 &
+	sp=$!
+	complete_line "psplice relay --replace="
+	grep -qxF $rp <<<"$got" || fail $LINENO "relay $rp not offered: [$(echo $got)]"
+	! grep -qxF $sp <<<"$got" || fail $LINENO "sleep $sp offered: [$(echo $got)]"
+	complete_line "psplice relay --replace $rp"
+	grep -qxF $rp <<<"$got" || fail $LINENO "relay $rp not offered: [$(echo $got)]"
+	kill $sp
+else
+	echo "t_cli_completion: SKIP relay --replace: no PSPLICE_BIN or no pgrep"
+fi
 exit 0

@@ -9,6 +9,11 @@
 # listener keeps its socket file; a relay started by name is found in PATH
 # again. Every wait and every peer is bounded.
 [ -z "${BASH_VERSION:-}" ] && command -v bash >/dev/null && exec bash "$0" "$@"
+# The echo server and the clients' connection are tests/relay_peers.py's,
+# found before cli-lib.sh enters the scratch directory; no bytecode is
+# written into the source tree.
+PYTHONPATH=$(cd "$(dirname "$0")" && pwd) PYTHONDONTWRITEBYTECODE=1
+export PYTHONPATH PYTHONDONTWRITEBYTECODE
 name=t_cli_relay_reload; . "$(dirname "$0")/cli-lib.sh"
 pids=
 # The relays a reload started are named in the logs, also when the test
@@ -19,22 +24,6 @@ cli_cleanup() {
 		kill "$p" 2>/dev/null
 	done
 }
-wait_for() { # FILE PATTERN: up to 10 s
-	i=0
-	while ! grep -q "$2" "$1" 2>/dev/null; do
-		i=$((i + 1))
-		[ $i -le 100 ] || return 1
-		sleep 0.1
-	done
-}
-gone() { # PID: up to 20 s
-	i=0
-	while kill -0 "$1" 2>/dev/null; do
-		i=$((i + 1))
-		[ $i -le 200 ] || return 1
-		sleep 0.1
-	done
-}
 # The pid of the relay that the one with pid $2 started, from its log.
 served_by() { # LOG NTH
 	sed -n 's/.*relay: process \([0-9]*\) serves in place of this one.*/\1/p' "$1" |
@@ -43,57 +32,7 @@ served_by() { # LOG NTH
 
 cat >peers.py <<'EOF'
 import asyncio, os, re, signal, sys
-
-async def echo_one(r, w):
-    try:
-        while True:
-            b = await r.read(65536)
-            if not b:
-                break
-            w.write(b)
-            await w.drain()
-    finally:
-        w.close()
-
-async def echo(portfile):
-    s = await asyncio.start_server(echo_one, "127.0.0.1", 0, backlog=1024)
-    with open(portfile + ".tmp", "w") as f:
-        f.write("%d\n" % s.sockets[0].getsockname()[1])
-    os.rename(portfile + ".tmp", portfile)
-    await asyncio.sleep(120)
-
-def addr(s):
-    if s.startswith("/"):
-        return dict(path=s)
-    host, port = s.rsplit(":", 1)
-    return dict(host=host, port=int(port))
-
-async def one(where, size, errors):
-    data = os.urandom(size)
-    try:
-        a = addr(where)
-        if "path" in a:
-            r, w = await asyncio.open_unix_connection(a["path"])
-        else:
-            r, w = await asyncio.open_connection(a["host"], a["port"])
-        async def send():
-            w.write(data)
-            await w.drain()
-            w.write_eof()
-        t = asyncio.ensure_future(send())
-        back = bytearray()
-        while True:
-            b = await r.read(65536)
-            if not b:
-                break
-            back += b
-        await t
-        w.close()
-        if back != data:
-            errors.append("sent %d bytes, %d came back%s" % (
-                len(data), len(back), " different" if len(back) == len(data) else ""))
-    except OSError as e:
-        errors.append(str(e))
+from relay_peers import echo, gated, one
 
 def served_by(log, nth):
     try:
@@ -129,29 +68,19 @@ async def storm(where, total, size, pid, log):
     errors = []
     state = dict(done=0, pid=pid, gate=total // 2, gate2=total * 9 // 10,
                  errors=errors, at=[])
-    sem = asyncio.Semaphore(64)
-    async def conn(i):
-        while i >= state["gate"]:
-            await asyncio.sleep(0.005)
-        async with sem:
-            await asyncio.wait_for(one(where, size, errors), 30)
-        state["done"] += 1
     r1 = asyncio.ensure_future(reload(0, state, total * 3 // 10, log))
     async def second():
         await r1
         await reload(1, state, total * 6 // 10, log)
     r2 = asyncio.ensure_future(second())
-    res = await asyncio.gather(*[conn(i) for i in range(total)], return_exceptions=True)
+    bad = await gated(where, total, size, state, errors)
     await asyncio.gather(r1, r2)
-    bad = [r for r in res if isinstance(r, BaseException)]
-    for e in errors[:10] + [repr(b) for b in bad[:10]]:
-        print(e, file=sys.stderr)
     print("%d connections, %d failed; reloads done after %s" %
           (total, len(errors) + len(bad), state["at"]))
     sys.exit(1 if errors or bad or len(state["at"]) != 2 else 0)
 
 if sys.argv[1] == "echo":
-    asyncio.run(echo(sys.argv[2]))
+    asyncio.run(echo(sys.argv[2], secs=120))
 elif sys.argv[1] == "storm":
     asyncio.run(storm(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]),
                       int(sys.argv[5]), sys.argv[6]))
@@ -161,9 +90,6 @@ else:
     print("\n".join(errors), file=sys.stderr)
     sys.exit(1 if errors else 0)
 EOF
-port() {
-	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
 timeout 150 python3 peers.py echo tport &
 pids="$pids $!"
 wait_for tport . || fail $LINENO "the echo target did not start"
