@@ -285,7 +285,7 @@ bench-bindings: tools
 		--size $(BINDINGS_MIB)M --runs 9 --calls 20000 --dir $(abspath $(BUILD))
 	$(Q)cd bindings/rust && PATH=$$PATH:$$HOME/.cargo/bin CARGO_TARGET_DIR=$(abspath $(BUILD))/rust-target \
 		PSPLICE_LIB_DIR=$(abspath $(BUILD)) cargo run -q --offline --release --example bench -- \
-		$(BINDINGS_MIB) $(abspath $(BUILD))
+		$(BINDINGS_MIB) $(abspath $(BUILD)) --pipe-size 1048576
 
 # Install into a scratch root, then build a C and a C++ program against the
 # installed header and library through pkg-config.
