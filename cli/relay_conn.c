@@ -346,7 +346,7 @@ static void fail_on(struct ending *e, const struct conn *c, const struct handle 
 /* What the next move of d may take from its input: a whole CHUNK without
  * a rate limit, else what the buckets hold. When one holds less than its
  * quantum, 0, and d waits for the worker's timer to wake it (conn_wake),
- * its input not watched meanwhile. Waiting for tokens is not idling. */
+ * its input not watched meanwhile. */
 static size_t allowance(struct worker *w, struct conn *c, struct dir *d)
 {
 	struct relay *r = w->r;
@@ -366,7 +366,6 @@ static size_t allowance(struct worker *w, struct conn *c, struct dir *d)
 		return n;
 	d->state = D_PACED;
 	d->wake_at = (ready + 999999) / 1000000;
-	touch(w, c);
 	if (d->wake_at < w->next_check)
 		w->next_check = d->wake_at;
 	return 0;
