@@ -28,6 +28,25 @@ err_is() {
 }
 # same LINE A B: the two files are byte-identical
 same() { cmp -s "$2" "$3" || fail "$1" "$2 and $3 differ"; }
+# wait_for FILE PATTERN: whether FILE has a line matching PATTERN (grep -E)
+# within 20 s.
+wait_for() {
+	i=0
+	while ! grep -q -E "$2" "$1" 2>/dev/null; do
+		i=$((i + 1))
+		[ $i -le 200 ] || return 1
+		sleep 0.1
+	done
+}
+# gone PID SECONDS: whether the process ended within them.
+gone() {
+	i=0
+	while kill -0 "$1" 2>/dev/null; do
+		i=$((i + 1))
+		[ $i -le $(($2 * 10)) ] || return 1
+		sleep 0.1
+	done
+}
 # A check this machine cannot make, said and passed over.
 skip() { echo "$name: SKIP $*"; }
 methods='(clone|copy_file_range|sendfile|splice|splice_pipe|readwrite)'
