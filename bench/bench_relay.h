@@ -19,6 +19,7 @@ struct fwd {
 	bool copy;                /* psplice relay --copy=readwrite */
 	bool nagle;               /* psplice relay --nagle */
 	const char *lowat;        /* psplice relay --notsent-lowat=, NULL: none */
+	const char *rate;         /* psplice relay --rate=, NULL: none */
 	const char *prog;         /* what runs it; NULL for the direct row */
 	char why[100];            /* not measurable here: the reason */
 	char fail[100];           /* the last run that failed: why */

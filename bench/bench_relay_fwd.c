@@ -132,6 +132,8 @@ int relay_forwarder_argv(const struct relay_ctx *x, const struct fwd *f, int por
 			fwd_arg(c, "--nagle");
 		if (f->lowat)
 			fwd_arg(c, "--notsent-lowat=%s", f->lowat);
+		if (f->rate)
+			fwd_arg(c, "--rate=%s", f->rate);
 		fwd_arg(c, "127.0.0.1:%d", port);
 		fwd_arg(c, "127.0.0.1:%d", x->server_port);
 		return 0;
