@@ -76,6 +76,19 @@ static const struct fwd proxy_set[] = {
  * CPU where the relay's defaults gave 1.12x). */
 #define SOCKOPT_QUICK 4
 
+/* The rate limit's item: iperf3 through a relay at --rate=RATE_ASKED
+ * MiB/s, well below what loopback carries, against the unlimited relay,
+ * whose CPU per GiB is the one to keep. RATE_SECS long: the burst (a
+ * tenth of a second's worth) and iperf3's start are then 1 % of it. */
+#define RATE_ASKED 50
+#define RATE_SECS 10
+#define V_RATE "psplice relay -j 1 --rate=50M"
+
+static const struct fwd rate_set[] = {
+	{ .variant = V_PSPLICE, .kind = F_RELAY },
+	{ .variant = V_RATE, .kind = F_RELAY, .rate = "50M" },
+};
+
 /* The variant of this name in the item, or NULL. */
 static struct fwd *variant(struct relay_ctx *x, const char *name)
 {
@@ -375,6 +388,51 @@ static void relay_item(const struct bench_opts *o, const char *group,
 
 #define N_OF(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
+/* The rate limit's targets: the measured rate over the asked, within
+ * 5 % either way, and the relay's CPU per GiB at the limit at most 1.2
+ * times the unlimited relay's. */
+static void rate_targets(const char *item, const char *why)
+{
+	const struct bench_row *r = why ? NULL : bench_find("relay", item, V_RATE);
+	double asked = RATE_ASKED * 1048576.0 * 8 / 1e9;   /* Gbit/s */
+	char note[160];
+
+	if (!r) {
+		bench_target_missing("relay --rate, measured/asked, at least", 0.95, true,
+				     why ? why : "not measured: " V_RATE);
+		bench_target_missing("relay --rate, measured/asked, at most", 1.05, false,
+				     why ? why : "not measured: " V_RATE);
+	} else {
+		snprintf(note, sizeof(note), "%.3f Gbit/s received over %.3f asked (%s)",
+			 r->value, asked, item);
+		bench_target_ratio_of("relay --rate, measured/asked, at least",
+				      r->value / asked, 0.95, true, note);
+		bench_target_ratio_of("relay --rate, measured/asked, at most",
+				      r->value / asked, 1.05, false, note);
+	}
+	if (why)
+		bench_target_missing("relay --rate vs unlimited, relay CPU/GiB", 1.2, false,
+				     why);
+	else
+		bench_target_ratio("relay --rate vs unlimited, relay CPU/GiB", "relay", item,
+				   V_RATE, V_PSPLICE, true, 1.2, false);
+}
+
+/* iperf3 for RATE_SECS through the relay with and without --rate (the
+ * quick subset keeps its own length). */
+static void rate_item(const struct bench_opts *o, const char *item)
+{
+	static const char *const bases[] = { V_PSPLICE, NULL };
+	static const struct relay_net lo = { .front = "127.0.0.1", .back = "127.0.0.1" };
+	struct bench_opts longer = *o;
+
+	if (!o->quick)
+		longer.secs = RATE_SECS;
+	relay_item(&longer, "relay", &lo, item, 1, rate_set, N_OF(rate_set), bases,
+		   FWD_MAX_REPS);
+	rate_targets(item, NULL);
+}
+
 static void relay_missing(const char *what, const char *why)
 {
 	char name[96];
@@ -442,6 +500,7 @@ void bench_relay(const struct bench_opts *o)
 		relay_missing("8 streams", "iperf3 not installed");
 		relay_missing("veth, 1 stream", "iperf3 not installed");
 		relay_missing("veth, 8 streams", "iperf3 not installed");
+		rate_targets("rate limit, 1 stream", "iperf3 not installed");
 		return;
 	}
 	if (bench_netns_up(o, &ns, vethwhy, sizeof(vethwhy)) == 0)
@@ -458,6 +517,7 @@ void bench_relay(const struct bench_opts *o)
 	bench_netns_down(&ns);
 	relay_item(o, "relay", &lo, "sockopts, 1 stream", 1, sockopt_set,
 		   o->quick ? SOCKOPT_QUICK : N_OF(sockopt_set), sockopt_bases, FWD_MAX_REPS);
+	rate_item(o, "rate limit, 1 stream");
 }
 
 /* Group "relay-proxy": the relay with --send-proxy-v2 against without,

@@ -20,6 +20,7 @@ struct fwd {
 	bool copy;                /* psplice relay --copy=readwrite */
 	bool nagle;               /* psplice relay --nagle */
 	const char *lowat;        /* psplice relay --notsent-lowat=, NULL: none */
+	const char *rate;         /* psplice relay --rate=, NULL: none */
 	/* Through a second psplice relay to the server (the PROXY header
 	 * item): send_proxy gives the first --send-proxy-v2 and the second
 	 * --accept-proxy, so that only the header differs. */

@@ -132,6 +132,8 @@ static void relay_argv(const struct fwd *f, const char *opt, const char *listen,
 		fwd_arg(c, "--nagle");
 	if (f->lowat)
 		fwd_arg(c, "--notsent-lowat=%s", f->lowat);
+	if (f->rate)
+		fwd_arg(c, "--rate=%s", f->rate);
 	fwd_arg(c, "%s:%d", listen, port);
 	fwd_arg(c, "%s:%d", host, target);
 }

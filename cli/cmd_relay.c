@@ -25,7 +25,7 @@
 enum { OPT_MAX_CONNS = 0x200, OPT_IDLE, OPT_CONNECT, OPT_DRAIN, OPT_STATS, OPT_COPY,
        OPT_LOWAT, OPT_NAGLE, OPT_REUSEPORT, OPT_UNIX_MODE, OPT_LOG_FORMAT, OPT_LOG,
        OPT_BALANCE, OPT_CHECK, OPT_SEND_PROXY, OPT_SEND_PROXY_V2, OPT_ACCEPT_PROXY,
-       OPT_REPLACE };
+       OPT_REPLACE, OPT_RATE, OPT_RATE_TOTAL };
 
 static const struct option longopts[] = {
 	{ "jobs", required_argument, NULL, 'j' },
@@ -47,6 +47,8 @@ static const struct option longopts[] = {
 	{ "send-proxy-v2", no_argument, NULL, OPT_SEND_PROXY_V2 },
 	{ "accept-proxy", no_argument, NULL, OPT_ACCEPT_PROXY },
 	{ "replace", required_argument, NULL, OPT_REPLACE },
+	{ "rate", required_argument, NULL, OPT_RATE },
+	{ "rate-total", required_argument, NULL, OPT_RATE_TOTAL },
 	{ "verbose", no_argument, NULL, 'v' },
 	CLI_COMMON_LONGOPTS
 };
@@ -399,6 +401,28 @@ static int lowat_arg(const struct cli_cmd *cmd, const char *s)
 	return (int)n;
 }
 
+/* Bytes a second as a size ("50M", powers of 1024), "/s" allowed after
+ * it ("50M/s"): from 1 to RATE_MAX. */
+static void rate_arg(const struct cli_cmd *cmd, const char *opt, const char *s,
+		     struct rate *rt)
+{
+	char text[32];
+	size_t len = strlen(s);
+	int64_t n = -1;
+
+	if (len > 2 && !strcmp(s + len - 2, "/s"))
+		len -= 2;
+	if (len < sizeof(text)) {
+		memcpy(text, s, len);
+		text[len] = '\0';
+		n = cli_parse_size(text);
+	}
+	if (n <= 0 || (uint64_t)n > RATE_MAX)
+		cli_usage_error(cmd, "invalid %s %s (want bytes a second from 1 to 1T, "
+				"e.g. 10M or 10M/s)", opt, cli_quote(s));
+	rate_init(rt, (uint64_t)n);
+}
+
 /* An octal mode, as chmod(1) takes it: 660, 0600. */
 static int mode_arg(const struct cli_cmd *cmd, const char *s)
 {
@@ -494,6 +518,8 @@ static uint64_t parse_options(const struct cli_cmd *cmd, int argc, char **argv,
 		case OPT_SEND_PROXY_V2: r->send_proxy = 2; break;
 		case OPT_ACCEPT_PROXY: r->accept_proxy = true; break;
 		case OPT_REPLACE: r->replace_pid = pid_arg(cmd, optarg); break;
+		case OPT_RATE: rate_arg(cmd, "--rate", optarg, &r->rate); break;
+		case OPT_RATE_TOTAL: rate_arg(cmd, "--rate-total", optarg, &r->rate_total); break;
 		case 'v': r->verbose = true; break;
 		default: cli_common_option(cmd, c);
 		}
@@ -651,6 +677,12 @@ const struct cli_cmd cli_cmd_relay = {
 	"      --replace=PID        take the listening sockets of the running relay PID\n"
 	"                           that LISTEN names ('-': all of them), serve them,\n"
 	"                           then tell PID to drain; on any error PID serves on\n"
+	"      --rate=RATE          at most RATE bytes a second in each direction of\n"
+	"                           each connection (K, M, G: powers of 1024; \"/s\"\n"
+	"                           may follow: 10M/s); a burst of a tenth of a second's\n"
+	"                           worth, 64 KiB to 1 MiB, may go at once\n"
+	"      --rate-total=RATE    at most RATE bytes a second in each direction, all\n"
+	"                           connections together\n"
 	"  -v, --verbose            log each connection's open and close with byte counts\n"
 	"\n"
 	"Examples: " CLI_NAME " relay -v 127.0.0.1:8080 127.0.0.1:80\n"

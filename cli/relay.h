@@ -4,8 +4,9 @@
  * the sockets, relay_activate.c takes those a service manager passed,
  * relay_reload.c hands them to the relay that replaces this one and
  * relay_replace.c takes them from the relay this one replaces;
- * relay_proxy.c reads and writes PROXY protocol headers; relay_log.c
- * writes each connection's record. */
+ * relay_proxy.c reads and writes PROXY protocol headers; relay_rate.c
+ * holds the token buckets of --rate and --rate-total; relay_log.c writes
+ * each connection's record. */
 #ifndef CLI_RELAY_H
 #define CLI_RELAY_H
 
@@ -31,6 +32,17 @@
  * sends the relay it replaces (sigqueue(3)): that relay's listeners are
  * served already, so it drains and leaves them listening. */
 #define HANDOVER_VALUE 0x72706c63
+#define PACE_MS 20           /* a direction out of tokens waits for this much worth */
+#define RATE_MAX (1ull << 40) /* --rate and --rate-total: 1 TiB/s at most */
+
+/* --rate or --rate-total: bytes a second (0: no limit) and the bucket's
+ * size (relay_rate.c). The state of each bucket is its "empty at" time. */
+struct rate {
+	uint64_t bps;
+	uint64_t burst;      /* tokens a bucket holds at most */
+	uint64_t quantum;    /* a direction out of tokens waits for this many */
+	int64_t burst_ns;    /* the time burst takes at bps */
+};
 
 /* An error that may come many times a second, from every worker (accept
  * out of fds: the queue stays readable, and each retry fails again): said
@@ -77,6 +89,8 @@ struct relay {
 	uint64_t max_conns;              /* 0: no limit */
 	int64_t idle_ms, connect_ms, drain_ms, stats_ms;
 	unsigned int pair_flags;         /* --copy: the planning flags of each pair */
+	struct rate rate, rate_total;    /* per direction of a connection; of the process */
+	atomic_int_fast64_t total_empty_at[2]; /* --rate-total's buckets, a direction each */
 	int notsent_lowat;               /* TCP_NOTSENT_LOWAT of each socket; 0: none */
 	bool nagle;                      /* leave TCP_NODELAY off */
 	bool reuseport;                  /* share the port with other processes */
@@ -112,7 +126,8 @@ struct handle {
 	uint32_t events;     /* registered with epoll; 0: not registered */
 };
 
-enum dir_state { D_READ, D_WRITE, D_DONE };
+/* D_PACED: out of tokens, waiting for the timer, input not watched. */
+enum dir_state { D_READ, D_WRITE, D_PACED, D_DONE };
 
 /* One direction: 0 is client to target, 1 target to client. */
 struct dir {
@@ -122,6 +137,8 @@ struct dir {
 	uint64_t bytes;      /* delivered */
 	uint64_t pending;    /* taken from in, held by the pair for out */
 	unsigned int methods; /* 1 << each psplice_method that moved bytes */
+	atomic_int_fast64_t empty_at; /* --rate's bucket */
+	int64_t wake_at;     /* D_PACED: when tokens are there, in ms */
 };
 
 /* How a connection ended, for its reset and its record. */
@@ -228,8 +245,18 @@ void conn_open(struct worker *w, int cfd, const struct sockaddr *sa, socklen_t l
 void conn_event(struct worker *w, struct conn *c, struct handle *h);
 void conn_close(struct worker *w, struct conn *c, const struct ending *e);
 void connect_failed(struct worker *w, struct conn *c, int err);
+void conn_idle(struct worker *w, struct conn *c);
+int64_t conn_wake_at(const struct conn *c);
+void conn_wake(struct worker *w, struct conn *c, int64_t now);
 void try_connect(struct worker *w, struct conn *c);
 int conn_target(struct worker *w, struct conn *c);
+
+/* relay_rate.c */
+void rate_init(struct rate *rt, uint64_t bps);
+uint64_t bucket_allows(const struct rate *rt, atomic_int_fast64_t *empty_at, int64_t now,
+		       int64_t *ready);
+void bucket_spend(const struct rate *rt, atomic_int_fast64_t *empty_at, int64_t now,
+		  uint64_t n);
 
 /* relay_proxy.c */
 void proxy_prepare(const struct relay *r, struct conn *c);

@@ -315,6 +315,14 @@ static void count(struct worker *w, struct conn *c, struct dir *d,
 				 (int_fast64_t)res->in_bytes - (int_fast64_t)res->out_bytes);
 	if (res->method == PSPLICE_METHOD_READWRITE)
 		atomic_fetch_add(&w->r->copied, res->out_bytes);
+	/* Tokens pay for the bytes taken from the input, not for pending
+	 * ones delivered: those were paid for when they were taken. */
+	if (res->in_bytes && (w->r->rate.bps || w->r->rate_total.bps)) {
+		int64_t now = cli_now_ns();
+
+		bucket_spend(&w->r->rate, &d->empty_at, now, res->in_bytes);
+		bucket_spend(&w->r->rate_total, &w->r->total_empty_at[i], now, res->in_bytes);
+	}
 	/* For the record: the paths the engine took, from the result. */
 	if (res->in_bytes || res->out_bytes)
 		d->methods |= 1u << (res->method & 31);
@@ -335,8 +343,36 @@ static void fail_on(struct ending *e, const struct conn *c, const struct handle 
 	e->err = err;
 }
 
-/* Move one direction until it would block, ends, fails or used its
- * budget. -1 when the connection must close (f says why). What the output
+/* What the next move of d may take from its input: a whole CHUNK without
+ * a rate limit, else what the buckets hold. When one holds less than its
+ * quantum, 0, and d waits for the worker's timer to wake it (conn_wake),
+ * its input not watched meanwhile. */
+static size_t allowance(struct worker *w, struct conn *c, struct dir *d)
+{
+	struct relay *r = w->r;
+	int64_t now, ready = 0;
+	uint64_t n = CHUNK, mine, all;
+
+	if (!r->rate.bps && !r->rate_total.bps)
+		return CHUNK;
+	now = cli_now_ns();
+	mine = bucket_allows(&r->rate, &d->empty_at, now, &ready);
+	all = bucket_allows(&r->rate_total, &r->total_empty_at[d == &c->d[1]], now, &ready);
+	if (mine < n)
+		n = mine;
+	if (all < n)
+		n = all;
+	if (n)
+		return n;
+	d->state = D_PACED;
+	d->wake_at = (ready + 999999) / 1000000;
+	if (d->wake_at < w->next_check)
+		w->next_check = d->wake_at;
+	return 0;
+}
+
+/* Move one direction until it would block, ends, fails, used its budget
+ * or its tokens. -1 when the connection must close (f says why). What the output
  * cannot take stays in the pair, in its pipe, and goes out first when the
  * output has room: the relay never copies a byte itself. */
 static int pump(struct worker *w, struct conn *c, struct dir *d, struct ending *f)
@@ -345,7 +381,13 @@ static int pump(struct worker *w, struct conn *c, struct dir *d, struct ending *
 	int i;
 
 	for (i = 0; i < BUDGET; i++) {
-		psplice_pair_move(d->pair, NULL, NULL, CHUNK, PSPLICE_F_NONBLOCK, &res);
+		/* Pending bytes go out whatever the tokens: a move delivers
+		 * them and takes nothing new. */
+		size_t len = d->pending ? CHUNK : allowance(w, c, d);
+
+		if (!len)
+			return 0;
+		psplice_pair_move(d->pair, NULL, NULL, len, PSPLICE_F_NONBLOCK, &res);
 		count(w, c, d, &res);
 		/* A slow reader taking held bytes is not idle. */
 		if (res.in_bytes || res.out_bytes)
@@ -375,6 +417,17 @@ static int pump(struct worker *w, struct conn *c, struct dir *d, struct ending *
 	/* Budget used: epoll is level-triggered and reports the side again. */
 	d->state = d->pending ? D_WRITE : D_READ;
 	return 0;
+}
+
+/* After moves: closed when both directions ended, else each fd watched
+ * for what its directions wait for. */
+static void settle(struct worker *w, struct conn *c)
+{
+	if (c->d[0].state == D_DONE && c->d[1].state == D_DONE) {
+		conn_close(w, c, &(struct ending){ .how = END_FIN, .side = c->first_fin });
+		return;
+	}
+	update_interest(w, c);
 }
 
 void conn_event(struct worker *w, struct conn *c, struct handle *h)
@@ -407,9 +460,48 @@ void conn_event(struct worker *w, struct conn *c, struct handle *h)
 				return;
 			}
 	}
-	if (c->d[0].state == D_DONE && c->d[1].state == D_DONE) {
-		conn_close(w, c, &(struct ending){ .how = END_FIN, .side = c->first_fin });
-		return;
+	settle(w, c);
+}
+
+/* The idle timeout came: the connection closes, unless a direction waits
+ * for tokens, which is the relay's doing, not the peers'. */
+void conn_idle(struct worker *w, struct conn *c)
+{
+	if (c->d[0].state == D_PACED || c->d[1].state == D_PACED)
+		touch(w, c);
+	else
+		conn_close(w, c, &(struct ending){ .how = END_IDLE });
+}
+
+/* When the first direction waiting for tokens is due; NEVER if none is. */
+int64_t conn_wake_at(const struct conn *c)
+{
+	int64_t at = NEVER;
+	int i;
+
+	for (i = 0; i < 2; i++)
+		if (c->d[i].state == D_PACED && c->d[i].wake_at < at)
+			at = c->d[i].wake_at;
+	return at;
+}
+
+/* The timer: the directions whose tokens are due move again, at once
+ * rather than after another epoll_wait. */
+void conn_wake(struct worker *w, struct conn *c, int64_t now)
+{
+	struct ending f = { .how = END_FIN };
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		struct dir *d = &c->d[i];
+
+		if (d->state != D_PACED || d->wake_at > now)
+			continue;
+		d->state = D_READ;
+		if (pump(w, c, d, &f) < 0) {
+			conn_close(w, c, &f);
+			return;
+		}
 	}
-	update_interest(w, c);
+	settle(w, c);
 }

@@ -186,7 +186,26 @@ static void accept_some(struct worker *w, struct handle *l)
 	}
 }
 
-/* Timeouts and a paused listener; returns the next deadline. */
+/* The first connection becomes the last. Connections sharing
+ * --rate-total's bucket wake at the same time, and the first one the
+ * sweep visits takes what the bucket holds: each sweep starts with
+ * another one, so that none waits for ever. */
+static void rotate(struct worker *w)
+{
+	struct conn *first = w->head.next;
+
+	if (first == &w->head || first->next == &w->head)
+		return;
+	w->head.next = first->next;
+	first->next->prev = &w->head;
+	first->prev = w->head.prev;
+	first->next = &w->head;
+	w->head.prev->next = first;
+	w->head.prev = first;
+}
+
+/* Timeouts, directions out of tokens and a paused listener; sets the next
+ * deadline. */
 static void sweep(struct worker *w)
 {
 	int64_t now = now_ms(), next = w->drain_end;
@@ -201,7 +220,7 @@ static void sweep(struct worker *w)
 			else if (c->connecting)
 				connect_failed(w, c, ETIMEDOUT);
 			else
-				conn_close(w, c, &(struct ending){ .how = END_IDLE });
+				conn_idle(w, c);
 			if (c->dead)
 				continue;
 		}
@@ -210,11 +229,20 @@ static void sweep(struct worker *w)
 			if (c->dead)
 				continue;
 		}
+		if (conn_wake_at(c) <= now) {
+			conn_wake(w, c, now);
+			if (c->dead)
+				continue;
+		}
 		if (c->deadline < next)
 			next = c->deadline;
 		if (c->retry_at && c->retry_at < next)
 			next = c->retry_at;
+		if (conn_wake_at(c) < next)
+			next = conn_wake_at(c);
 	}
+	if (w->r->rate_total.bps)
+		rotate(w);
 	if (w->paused && w->drain_end == NEVER) {
 		listener_on(w, true);
 		if (now + RETRY_MS < next)

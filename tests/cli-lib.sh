@@ -31,13 +31,14 @@ same() { cmp -s "$2" "$3" || fail "$1" "$2 and $3 differ"; }
 # A check this machine cannot make, said and passed over.
 skip() { echo "$name: SKIP $*"; }
 # For the processes a test starts (a test may define its own):
-# wait_for FILE PATTERN [SECONDS]: whether the file has a matching line
-# within the seconds (10 unless said)
+# wait_for FILE PATTERN [SECONDS]: whether the file has a line matching
+# the extended regular expression (grep -E) within the seconds (20 unless
+# said)
 wait_for() {
 	_i=0
-	while ! grep -q "$2" "$1" 2>/dev/null; do
+	while ! grep -q -E "$2" "$1" 2>/dev/null; do
 		_i=$((_i + 1))
-		[ $_i -le $((${3:-10} * 10)) ] || return 1
+		[ $_i -le $((${3:-20} * 10)) ] || return 1
 		sleep 0.1
 	done
 }

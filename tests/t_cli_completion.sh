@@ -129,6 +129,7 @@ want $LINENO "psplice cat --offset "
 want $LINENO "psplice cat --length=1"
 want $LINENO "psplice sync -r "
 want $LINENO "psplice relay --idle-timeout="
+want $LINENO "psplice relay --rate="
 want $LINENO "psplice bench --secs "
 # An option that takes a value does not get a space after it.
 complete_line "psplice cp --syn"
@@ -158,6 +159,9 @@ want $LINENO "psplice tee --to unix:$d/ab" "$d/ab.img"
 want $LINENO "psplice tee -p $d/a" "$d/a.txt" "$d/ab.img"
 has $LINENO "psplice relay -- u" unix:
 want $LINENO "psplice relay -v 127.0.0.1:8080 unix:$d/ab" "$d/ab.img"
+# A rate is no operand: LISTEN, and so "-", comes next.
+has $LINENO "psplice relay --rate 1M " -
+has $LINENO "psplice relay --rate-total 1M " -
 has $LINENO "psplice relay u" unix:
 has $LINENO "psplice cat --to=" unix:
 want $LINENO "psplice relay 127.0.0.1:80"

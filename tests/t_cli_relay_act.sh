@@ -14,22 +14,6 @@
 name=t_cli_relay_act; . "$(dirname "$0")/cli-lib.sh"
 pids=
 cli_cleanup() { for p in $pids; do kill "$p" 2>/dev/null; done; }
-wait_for() { # FILE PATTERN: up to 10 s
-	i=0
-	while ! grep -q "$2" "$1" 2>/dev/null; do
-		i=$((i + 1))
-		[ $i -le 100 ] || return 1
-		sleep 0.1
-	done
-}
-gone() { # PID: up to 10 s
-	i=0
-	while kill -0 "$1" 2>/dev/null; do
-		i=$((i + 1))
-		[ $i -le 100 ] || return 1
-		sleep 0.1
-	done
-}
 # The relay as started with PID known: it execs in place of this shell, so
 # its pid is the shell's, written to FILE first.
 as_pid() { # FILE COMMAND...

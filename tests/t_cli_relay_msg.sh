@@ -11,22 +11,6 @@ name=t_cli_relay_msg; . "$(dirname "$0")/cli-lib.sh"
 command -v python3 >/dev/null 2>&1 || { echo "SKIP: python3 missing"; exit 77; }
 pids=
 cli_cleanup() { for p in $pids; do kill "$p" 2>/dev/null; done; }
-wait_for() { # FILE PATTERN: up to 20 s
-	i=0
-	while ! grep -q -E "$2" "$1" 2>/dev/null; do
-		i=$((i + 1))
-		[ $i -le 200 ] || return 1
-		sleep 0.1
-	done
-}
-gone() { # PID SECONDS: whether it ended within them
-	i=0
-	while kill -0 "$1" 2>/dev/null; do
-		i=$((i + 1))
-		[ $i -le $(($2 * 10)) ] || return 1
-		sleep 0.1
-	done
-}
 # Ended with the given status (a wait of a pid already reaped says 127).
 ended() { wait "$2"; rc=$?; rc_is "$1" "$3"; }
 

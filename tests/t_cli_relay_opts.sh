@@ -8,22 +8,6 @@
 name=t_cli_relay_opts; . "$(dirname "$0")/cli-lib.sh"
 pids=
 cli_cleanup() { for p in $pids; do kill "$p" 2>/dev/null; done; }
-wait_for() { # FILE PATTERN: up to 10 s
-	i=0
-	while ! grep -q "$2" "$1" 2>/dev/null; do
-		i=$((i + 1))
-		[ $i -le 100 ] || return 1
-		sleep 0.1
-	done
-}
-gone() { # PID: up to 10 s
-	i=0
-	while kill -0 "$1" 2>/dev/null; do
-		i=$((i + 1))
-		[ $i -le 100 ] || return 1
-		sleep 0.1
-	done
-}
 
 "$P" relay 127.0.0.1:99999 127.0.0.1:80 2>err; rc=$?
 rc_is $LINENO 1

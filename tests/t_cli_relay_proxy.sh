@@ -13,14 +13,6 @@ name=t_cli_relay_proxy; . "$(dirname "$0")/cli-lib.sh"
 command -v python3 >/dev/null 2>&1 || { echo "SKIP: python3 missing"; exit 77; }
 pids=
 cli_cleanup() { for p in $pids; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; }
-wait_for() { # FILE PATTERN: up to 10 s
-	i=0
-	while ! grep -q "$2" "$1" 2>/dev/null; do
-		i=$((i + 1))
-		[ $i -le 100 ] || return 1
-		sleep 0.1
-	done
-}
 
 cat >pp.py <<'EOF'
 import json, os, socket, struct, sys, threading, time

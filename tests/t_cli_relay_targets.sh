@@ -13,14 +13,6 @@ name=t_cli_relay_targets; . "$(dirname "$0")/cli-lib.sh"
 command -v python3 >/dev/null 2>&1 || { echo "SKIP: python3 missing"; exit 77; }
 pids=
 cli_cleanup() { for p in $pids; do kill "$p" 2>/dev/null; done; }
-wait_for() { # FILE PATTERN: up to 20 s
-	i=0
-	while ! grep -q -E "$2" "$1" 2>/dev/null; do
-		i=$((i + 1))
-		[ $i -le 200 ] || return 1
-		sleep 0.1
-	done
-}
 
 cat > peer.py <<'EOF'
 import os, random, socket, sys, threading, time
