@@ -275,3 +275,17 @@ ssize_t ps__read_once(struct ps_xfer *x, unsigned char *buf, size_t n)
 		return ps_ret(recv(in->fd, buf, n, msg_flags(x->flags, 0)));
 	return ps_read(in->fd, buf, n);
 }
+
+/* Wait until an output takes bytes: a blocking move whose pipe would not
+ * wait (the pool's read ends are O_NONBLOCK, and splice(2) out of one says
+ * EAGAIN) waits here instead. 0, or -errno. */
+int ps__wait_out(const struct ps_endpoint *ep, bool retry_eintr)
+{
+	struct pollfd p = { .fd = ep->fd, .events = POLLOUT };
+	int r;
+
+	do
+		r = (int)ps_ret(poll(&p, 1, -1));
+	while (r == -EINTR && retry_eintr);
+	return r < 0 ? r : 0;
+}

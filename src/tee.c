@@ -154,7 +154,7 @@ static void serve_step(struct step *st, bool *took)
 		fail_step(st, -err, st->side);
 put:
 	if (st->tp)
-		ps__pipe_put(st->tp, !ps__tee_pipe_empty(st->tp));
+		ps__pipe_put(st->tp, !ps__pipe_empty(st->tp));
 	finish(st, took);
 }
 

@@ -77,6 +77,5 @@ PS_HIDDEN int ps__tee_serve(struct step *st);
 PS_HIDDEN void ps__tee_deliver(const struct step *st, struct sink *s);
 PS_HIDDEN struct ps_pipe *ps__tee_get_src(bool always);
 PS_HIDDEN void ps__tee_put_src(struct ps_pipe *p);
-PS_HIDDEN bool ps__tee_pipe_empty(const struct ps_pipe *p);
 
 #endif
