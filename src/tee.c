@@ -188,7 +188,9 @@ static void tee_step(struct psplice_tee *t, size_t len, unsigned int flags, bool
 		fail_step(&st, out->error, PSPLICE_SIDE_OUT);
 		goto out;
 	}
-	if (!t->ended)
+	/* A step asked for no byte delivers what is pending and takes
+	 * nothing: a 0 from the input then would not be its end. */
+	if (!t->ended && st.len)
 		serve_step(&st, took);
 out:
 	report_sinks(t, res, &g);
