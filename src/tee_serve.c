@@ -120,6 +120,10 @@ static void serve_memory(const struct step *st, struct sink *s,
 	}
 	if (done < n && ps__hold_bytes(&s->hold, b + done, n - done) < 0)
 		ps__fail(&x, ENOMEM, PSPLICE_SIDE_NONE);
+	/* Without NONBLOCK the move returns once every sink has its share:
+	 * an O_NONBLOCK sink that had no room is waited for. */
+	if (s->res->error == EAGAIN && wait_out(st, s))
+		ps__tee_deliver(st, s);
 	settle(s);
 }
 
