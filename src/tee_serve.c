@@ -1,7 +1,9 @@
 /* Fan-out, one step's serving (see tee.c): tee(2) the step's bytes into
  * the thread's pipe for each sink in turn, move the pages themselves to the
  * last, and give the sinks splice refuses (or that hold bytes from before)
- * their share from one copy in memory. */
+ * their share from one copy in memory. Every kernel call goes through a
+ * path of the dispatch table (the tee path, the splice path), the pipe
+ * pool, or the accounting's reads, writes and waits: none is made here. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>

@@ -523,15 +523,8 @@ int fz_tee_run(uint64_t seed, size_t steps, const char *disk, const char *tmpfs,
 	uint64_t r = seed * 2654435761u + 1;
 	int fds[TEE_SINKS], ret;
 
-	if (!z.buf) {
-		struct sigaction sa = { .sa_handler = on_sigpipe };
-
-		sigaction(SIGPIPE, &sa, NULL);
-		z.buf = malloc(TEE_IMAGE);
-		z.want = malloc(TEE_IMAGE);
-		if (!z.buf || !z.want)
-			abort();
-	}
+	if (!z.buf)
+		fz_once(on_sigpipe, TEE_IMAGE, &z.buf, &z.want);
 	memset(z.k, 0, sizeof(z.k));
 	z.total = 0;
 	z.stuck = false;
