@@ -339,7 +339,7 @@ clean:
 # ASan+UBSan in build-fuzz, run FUZZ_TIME seconds each (make fuzz) or
 # FUZZ_QUICK_TIME (make fuzz-quick, part of make check); fuzz-cover prints
 # the lines of src/ the driver reaches.
-FUZZ_SRC := tests/fuzz/fz_run.c tests/fuzz/fz_seq.c tests/fuzz/fz_end.c
+FUZZ_SRC := tests/fuzz/fz_run.c tests/fuzz/fz_seq.c tests/fuzz/fz_end.c tests/fuzz/fz_tee.c
 FUZZ_HARNESSES := ops size range addr opts proxy
 FUZZ_TIME ?= 60
 FUZZ_QUICK_TIME ?= 15

@@ -115,8 +115,7 @@ int cli_copy_len(int fd_in, int fd_out, uint64_t len, unsigned int flags,
 int cli_copy_at(int fd_in, int64_t *off_in, int fd_out, uint64_t len,
 		unsigned int flags, struct cli_copy *c);
 /* The flags that plan a pair; the others are each call's. */
-#define CLI_PLAN_FLAGS (PSPLICE_F_NOFALLBACK | PSPLICE_F_REFLINK | PSPLICE_F_ONLY_MASK | \
-			PSPLICE_F_SIGPIPE_IGNORED)
+#define CLI_PLAN_FLAGS PSPLICE_F_PLAN_MASK
 /* A pair for the copies below, prepared with the planning flags of flags;
  * NULL with c->error and c->side set. */
 struct psplice_pair *cli_pair(int fd_in, int fd_out, unsigned int flags,

@@ -38,6 +38,11 @@ extern "C" {
 #define PSPLICE_F_ONLY_MASK  0xf000u
 /* Share extents or fail with EOPNOTSUPP; never copy. */
 #define PSPLICE_F_REFLINK_ONLY (PSPLICE_F_REFLINK | PSPLICE_F_ONLY(PSPLICE_METHOD_CLONE))
+/* The planning flags: those psplice_pair_new() takes; the others are each
+ * move's. A caller that prepares a pair from one set of flags splits them
+ * with it. */
+#define PSPLICE_F_PLAN_MASK (PSPLICE_F_NOFALLBACK | PSPLICE_F_REFLINK | PSPLICE_F_ONLY_MASK | \
+			     PSPLICE_F_SIGPIPE_IGNORED)
 
 #define PSPLICE_TO_EOF UINT64_MAX
 

@@ -3,6 +3,7 @@
  * delivered, and the user-space read and write. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -208,13 +209,20 @@ int ps__give_back(struct ps_xfer *x, const void *buf, size_t n)
 	return 0;
 }
 
+/* A blocking fd used with PSPLICE_F_NONBLOCK (sockets take MSG_DONTWAIT):
+ * it is polled before each read or write. */
+static bool polled(const struct ps_endpoint *ep, unsigned int flags)
+{
+	return (flags & PSPLICE_F_NONBLOCK) && !ep->seekable && !ps_is_socket(ep->kind) &&
+	       !ps__nonblock(ep);
+}
+
 /* A blocking fd used with PSPLICE_F_NONBLOCK: do not wait for it. */
 static bool would_block(const struct ps_endpoint *ep, unsigned int flags, short ev)
 {
 	struct pollfd p = { .fd = ep->fd, .events = ev };
 
-	if (!(flags & PSPLICE_F_NONBLOCK) || ep->seekable || ps_is_socket(ep->kind) ||
-	    ps__nonblock(ep))
+	if (!polled(ep, flags))
 		return false;
 	return poll(&p, 1, 0) == 0;
 }
@@ -232,6 +240,10 @@ static ssize_t write_once(struct ps_xfer *x, const unsigned char *buf, size_t n)
 
 	if (would_block(out, x->flags, POLLOUT))
 		return -EAGAIN;
+	/* Ready is room for PIPE_BUF bytes (a pipe's POLLOUT), not for n: a
+	 * larger write into a blocking pipe would wait for its reader. */
+	if (polled(out, x->flags) && n > PIPE_BUF)
+		n = PIPE_BUF;
 	if (x->off_out)
 		return ps_pwrite(out->fd, buf, n, *x->off_out);
 	if (ps_is_socket(out->kind))
@@ -274,4 +286,18 @@ ssize_t ps__read_once(struct ps_xfer *x, unsigned char *buf, size_t n)
 	if (ps_is_socket(in->kind))
 		return ps_ret(recv(in->fd, buf, n, msg_flags(x->flags, 0)));
 	return ps_read(in->fd, buf, n);
+}
+
+/* Wait until an output takes bytes: a blocking move whose pipe would not
+ * wait (the pool's read ends are O_NONBLOCK, and splice(2) out of one says
+ * EAGAIN) waits here instead. 0, or -errno. */
+int ps__wait_out(const struct ps_endpoint *ep, bool retry_eintr)
+{
+	struct pollfd p = { .fd = ep->fd, .events = POLLOUT };
+	int r;
+
+	do
+		r = (int)ps_ret(poll(&p, 1, -1));
+	while (r == -EINTR && retry_eintr);
+	return r < 0 ? r : 0;
 }

@@ -24,5 +24,6 @@ PS_HIDDEN unsigned int ps__splice_flags(const struct ps_xfer *x);
 PS_HIDDEN int ps__give_back(struct ps_xfer *x, const void *buf, size_t n);
 PS_HIDDEN size_t ps__write_all(struct ps_xfer *x, const unsigned char *buf, size_t n);
 PS_HIDDEN ssize_t ps__read_once(struct ps_xfer *x, unsigned char *buf, size_t n);
+PS_HIDDEN int ps__wait_out(const struct ps_endpoint *ep, bool retry_eintr);
 
 #endif

@@ -39,12 +39,27 @@ int ps__fail_early(struct psplice_result *res, int err, int side)
 	return -1;
 }
 
+/* The one check of flags for every entry point: known holds the flags
+ * the call takes. The caller's promise that SIGPIPE is ignored is checked
+ * where it is made (a pair or tee is prepared, a one-shot call begins):
+ * moves then trust it. */
 int ps__check_flags(unsigned int flags, unsigned int known, struct psplice_result *res)
 {
 	if ((flags & ~known) ||
-	    ((flags & PSPLICE_F_ONLY_MASK) >> 12) > PSPLICE_METHOD_READWRITE)
+	    ((flags & PSPLICE_F_ONLY_MASK) >> 12) > PSPLICE_METHOD_READWRITE ||
+	    ((flags & PSPLICE_F_SIGPIPE_IGNORED) && !ps__sigpipe_ignored()))
 		return ps__fail_early(res, EINVAL, PSPLICE_SIDE_NONE);
 	return 0;
+}
+
+/* A move or copy on a prepared pair or tee (obj): it exists, and its flags
+ * are those of a move. */
+int ps__check_enter(const void *obj, unsigned int flags, unsigned int known,
+		    struct psplice_result *res)
+{
+	if (!obj)
+		return ps__fail_early(res, EINVAL, PSPLICE_SIDE_NONE);
+	return ps__check_flags(flags, known, res);
 }
 
 static int check_offset(const struct ps_endpoint *ep, const int64_t *off,
@@ -124,10 +139,6 @@ static int refuse_call(const struct psplice_pair *p, struct psplice_result *res,
 int ps__pair_init(struct psplice_pair *p, int fd_in, int fd_out, unsigned int flags,
 		  struct psplice_result *res)
 {
-	bool raises;
-
-	if ((flags & PSPLICE_F_SIGPIPE_IGNORED) && !ps__sigpipe_ignored())
-		return ps__fail_early(res, EINVAL, PSPLICE_SIDE_NONE);
 	if (ps__classify(fd_in, &p->in) < 0)
 		return ps__fail_early(res, EBADF, PSPLICE_SIDE_IN);
 	if (ps__classify(fd_out, &p->out) < 0)
@@ -137,9 +148,7 @@ int ps__pair_init(struct psplice_pair *p, int fd_in, int fd_out, unsigned int fl
 		return refuse_call(p, res, EISDIR, PSPLICE_SIDE_IN);
 	p->flags = flags;
 	ps__plan_make(&p->plan, &p->in, &p->out, flags);
-	raises = p->out.kind == PS_K_PIPE || ps_is_socket(p->out.kind);
-	p->guard = raises && !(flags & PSPLICE_F_SIGPIPE_IGNORED);
-	p->reap = raises && !p->guard;
+	ps__sigpipe_policy(&p->sig, ps__raises_sigpipe(&p->out), flags);
 	p->short_raises = ps_is_socket(p->out.kind) ||
 			  (p->out.kind == PS_K_PIPE && (p->in.kind == PS_K_PIPE ||
 							p->plan.short_raises));
@@ -193,7 +202,7 @@ static int call_begin(struct ps_call *c, struct psplice_pair *p, int64_t *off_in
 	c->pos = (struct ps_plan_pos){ .at = 0 };
 	c->want = len;
 	c->short_raises = p->short_raises;
-	c->guard = p->guard;
+	c->guard = p->sig.guard;
 	if (overlaps(c, len))
 		return refuse_call(p, res, EINVAL, PSPLICE_SIDE_NONE);
 	return 0;
@@ -213,11 +222,13 @@ static void guard_sigpipe(struct ps_call *c)
 static void unguard_sigpipe(struct ps_call *c, const struct psplice_pair *p)
 {
 	struct psplice_result *r = c->x.res;
+	bool raised;
 
-	ps__sigpipe_restore(&c->sg, r->error || c->x.raised ||
-				    (c->short_raises && r->out_bytes < c->want));
-	if (p->reap && (r->error == EPIPE || c->x.raised))
-		ps__sigpipe_reap();
+	if (c->sg.on)
+		raised = r->error || c->x.raised || (c->short_raises && r->out_bytes < c->want);
+	else
+		raised = r->error == EPIPE || c->x.raised;
+	ps__sigpipe_end(&c->sg, &p->sig, raised);
 }
 
 void ps__publish(const struct psplice_result *r, struct psplice_result *res)
@@ -228,6 +239,15 @@ void ps__publish(const struct psplice_result *r, struct psplice_result *res)
 		*last = *r;
 	if (res && res != last)
 		*res = *r;
+}
+
+/* A call refused before it began: published, errno set, -1. */
+int ps__reject(int err, int side)
+{
+	struct psplice_result r = { 0 };
+
+	ps__fail_early(&r, err, side);
+	return ps__copy_return(&r, NULL);
 }
 
 /* psplice_ex's return value, from the published result. */

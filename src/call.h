@@ -8,6 +8,7 @@
 #include "endpoint-t.h"
 #include "hold-t.h"
 #include "path-t.h"
+#include "sigpipe.h"
 
 #define PS_PLAN_MAX 6
 
@@ -35,10 +36,7 @@ struct psplice_pair {
 	struct ps_endpoint in, out;
 	struct ps_plan plan;
 	unsigned int flags;  /* the planning flags */
-	bool guard;          /* block SIGPIPE around each move */
-	bool reap;           /* no guard, as the caller keeps SIGPIPE ignored:
-	                        a failed move still takes back one a blocked
-	                        mask would keep */
+	struct ps_sigpolicy sig;  /* SIGPIPE around each move */
 	bool sized;          /* a move needs the input's size of now */
 	bool short_raises;   /* a short move may have raised SIGPIPE */
 	bool holds;          /* a prepared pair with a non-seekable input:
@@ -46,21 +44,28 @@ struct psplice_pair {
 	struct ps_hold hold;
 };
 
-/* Flags that shape the plan, and flags that only shape one move. */
-#define PS_PLAN_FLAGS (PSPLICE_F_NOFALLBACK | PSPLICE_F_REFLINK | PSPLICE_F_ONLY_MASK | \
-		       PSPLICE_F_SIGPIPE_IGNORED)
+/* Flags that shape the plan, and flags that only shape one move. Fan-out
+ * takes both but for what only a pair's plan has a use for: a choice among
+ * file-to-file paths, and the hint to move pages (tee(2) copies them). */
+#define PS_PLAN_FLAGS PSPLICE_F_PLAN_MASK
 #define PS_CALL_FLAGS (PSPLICE_F_MOVE | PSPLICE_F_NONBLOCK | PSPLICE_F_MORE)
+#define PS_PAIR_ONLY_FLAGS (PSPLICE_F_REFLINK | PSPLICE_F_ONLY_MASK | PSPLICE_F_MOVE)
 
 /* planner.c: the plan for a pair; one step through it. */
 PS_HIDDEN void ps__plan_make(struct ps_plan *p, const struct ps_endpoint *in,
 			     const struct ps_endpoint *out, unsigned int flags);
 PS_HIDDEN void ps__plan_step(struct ps_xfer *x, const struct ps_plan *p,
 			     struct ps_plan_pos *pos);
+/* One path of the dispatch table by its method, outside any plan: fan-out's
+ * steps between its pipes and its sinks. */
+PS_HIDDEN ssize_t ps__path_run(struct ps_xfer *x, int method);
 
 /* call.c: the checks, the pair's classification, a step and a copy on a
  * classified pair, and the result published. */
 PS_HIDDEN int ps__fail_early(struct psplice_result *res, int err, int side);
 PS_HIDDEN int ps__check_flags(unsigned int flags, unsigned int known,
+			      struct psplice_result *res);
+PS_HIDDEN int ps__check_enter(const void *obj, unsigned int flags, unsigned int known,
 			      struct psplice_result *res);
 PS_HIDDEN int ps__pair_init(struct psplice_pair *p, int fd_in, int fd_out,
 			    unsigned int flags, struct psplice_result *res);
@@ -69,6 +74,7 @@ PS_HIDDEN void ps__call_step(struct psplice_pair *p, int64_t *off_in, int64_t *o
 PS_HIDDEN void ps__call_copy(struct psplice_pair *p, int64_t *off_in, int64_t *off_out,
 			     uint64_t len, unsigned int flags, struct psplice_result *r);
 PS_HIDDEN void ps__publish(const struct psplice_result *r, struct psplice_result *res);
+PS_HIDDEN int ps__reject(int err, int side);
 PS_HIDDEN ssize_t ps__step_return(const struct psplice_result *r,
 				  struct psplice_result *res);
 PS_HIDDEN int ps__copy_return(const struct psplice_result *r, struct psplice_result *res);

@@ -23,8 +23,7 @@ static void forget_sizes(struct psplice_pair *p)
 
 static struct psplice_pair *pair_refused(const struct psplice_result *r)
 {
-	ps__publish(r, NULL);
-	errno = r->error;
+	ps__copy_return(r, NULL);
 	return NULL;
 }
 
@@ -95,11 +94,7 @@ static void pair_unlock(struct psplice_pair *p)
  * it. */
 static bool pair_enter(struct psplice_pair *p, unsigned int flags, struct psplice_result *r)
 {
-	if (!p) {
-		ps__fail_early(r, EINVAL, PSPLICE_SIDE_NONE);
-		return false;
-	}
-	if (ps__check_flags(flags, PS_CALL_FLAGS, r) < 0)
+	if (ps__check_enter(p, flags, PS_CALL_FLAGS, r) < 0)
 		return false;
 	pair_lock(p);
 	return true;

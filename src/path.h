@@ -8,6 +8,7 @@
 
 #include "compiler.h"
 #include "path-t.h"
+#include "psplice.h"
 
 /* What a path returns, the one convention of every path:
  *   n >= 0            it ran: n bytes delivered (0: the end of input);
@@ -46,6 +47,10 @@ PS_HIDDEN ssize_t ps__path_sendfile(struct ps_xfer *x);
 PS_HIDDEN ssize_t ps__path_splice(struct ps_xfer *x);
 PS_HIDDEN ssize_t ps__path_splice_pipe(struct ps_xfer *x);
 PS_HIDDEN ssize_t ps__path_readwrite(struct ps_xfer *x);
+/* tee(2), pipe to pipe, for fan-out alone: no plan of a pair holds it, and
+ * PSPLICE_F_ONLY cannot name it (it is no public method). */
+#define PS_PATH_TEE (PSPLICE_METHOD_READWRITE + 1)
+PS_HIDDEN ssize_t ps__path_tee(struct ps_xfer *x);
 /* splice(2) refused the pair before a byte moved (path_splice.c): the
  * internal pipe, a pair's and a tee's pending bytes fall back on it too. */
 PS_HIDDEN bool ps__splice_refused(ssize_t r);

@@ -12,6 +12,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "pipepool.h"
@@ -320,6 +321,14 @@ void ps__pipe_back(struct ps_pipe *p)
 bool ps__pipe_forked(const struct ps_pipe *p)
 {
 	return p->gen != atomic_load(&fork_gen);
+}
+
+/* Whether a pipe holds no byte: one that may is closed, not reused. */
+bool ps__pipe_empty(const struct ps_pipe *p)
+{
+	int q = 0;
+
+	return ioctl(p->r, FIONREAD, &q) == 0 && q == 0;
 }
 
 /* A kept pipe that may still hold bytes is closed, never reused. */

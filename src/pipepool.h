@@ -19,6 +19,7 @@ PS_HIDDEN struct ps_pipe *ps__pipe_keep(struct ps_pipe *p, bool always);
 PS_HIDDEN void ps__pipe_back(struct ps_pipe *p);
 PS_HIDDEN void ps__pipe_close(struct ps_pipe *p);
 PS_HIDDEN bool ps__pipe_forked(const struct ps_pipe *p);
+PS_HIDDEN bool ps__pipe_empty(const struct ps_pipe *p);
 PS_HIDDEN unsigned char *ps__buf(size_t *size);
 PS_HIDDEN unsigned char *ps__park_buf(size_t need);
 PS_HIDDEN struct psplice_result *ps__last(void);

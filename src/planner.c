@@ -38,6 +38,7 @@ static const struct ps_path paths[] = {
 	[PSPLICE_METHOD_SPLICE] = { .run = ps__path_splice },
 	[PSPLICE_METHOD_SPLICE_PIPE] = { .run = ps__path_splice_pipe },
 	[PSPLICE_METHOD_READWRITE] = { .run = ps__path_readwrite },
+	[PS_PATH_TEE] = { .run = ps__path_tee },
 };
 
 static const struct ps_path *path_of(int method)
@@ -85,7 +86,7 @@ void ps__plan_make(struct ps_plan *p, const struct ps_endpoint *in,
 	plan_add(p, PSPLICE_METHOD_READWRITE);
 }
 
-static ssize_t run_path(struct ps_xfer *x, int method)
+ssize_t ps__path_run(struct ps_xfer *x, int method)
 {
 	const struct ps_path *path = path_of(method);
 
@@ -163,7 +164,7 @@ static void run_plan(struct ps_xfer *x, const struct ps_plan *p, struct ps_plan_
 	ssize_t r;
 
 	for (; pos->at < p->n; pos->at++) {
-		r = run_path(x, p->method[pos->at]);
+		r = ps__path_run(x, p->method[pos->at]);
 		if (!ps_is_not_here(r)) {
 			if (x->res->out_bytes > before)
 				pos->progress[pos->at] = true;

@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <time.h>
 
+#include "psplice.h"
 #include "sigpipe.h"
 
 /* The caller's promise that SIGPIPE is ignored is checked where it is made
@@ -15,6 +16,14 @@ bool ps__sigpipe_ignored(void)
 
 	return sigaction(SIGPIPE, NULL, &sa) == 0 && !(sa.sa_flags & SA_SIGINFO) &&
 	       sa.sa_handler == SIG_IGN;
+}
+
+/* raises: an output of the pair or tee may raise SIGPIPE; flags: the
+ * planning flags, checked already. */
+void ps__sigpipe_policy(struct ps_sigpolicy *sp, bool raises, unsigned int flags)
+{
+	sp->guard = raises && !(flags & PSPLICE_F_SIGPIPE_IGNORED);
+	sp->reap = raises && !sp->guard;
 }
 
 void ps__sigpipe_block(struct ps_sigguard *g, bool on)
@@ -57,4 +66,14 @@ void ps__sigpipe_restore(struct ps_sigguard *g, bool raised)
 	if (raised && !g->pending)
 		ps__sigpipe_reap();
 	pthread_sigmask(SIG_SETMASK, &g->old, NULL);
+}
+
+/* The end of a guarded or reaped move, or of a tee's step: raised says the
+ * move may have raised SIGPIPE. */
+void ps__sigpipe_end(struct ps_sigguard *g, const struct ps_sigpolicy *sp, bool raised)
+{
+	if (g->on)
+		ps__sigpipe_restore(g, raised);
+	else if (sp->reap && raised)
+		ps__sigpipe_reap();
 }

@@ -19,18 +19,6 @@
 #include "sigpipe.h"
 #include "tee.h"
 
-/* ---- SIGPIPE: as a one-shot call into a pipe or socket does ---- */
-
-/* A step may have raised SIGPIPE when a sink failed or stopped short (into
- * a socket, splice returns what it moved with the signal already sent). */
-static void guard_off(const struct psplice_tee *t, struct ps_sigguard *g, bool raised)
-{
-	if (g->on)
-		ps__sigpipe_restore(g, raised);
-	else if (t->reap && raised)
-		ps__sigpipe_reap();
-}
-
 /* ---- the step ---- */
 
 static void fail_step(struct step *st, int err, int side)
@@ -154,11 +142,13 @@ static void serve_step(struct step *st, bool *took)
 		fail_step(st, -err, st->side);
 put:
 	if (st->tp)
-		ps__pipe_put(st->tp, !ps__tee_pipe_empty(st->tp));
+		ps__pipe_put(st->tp, !ps__pipe_empty(st->tp));
 	finish(st, took);
 }
 
-/* A sink that is out says so in every step; SIGPIPE put back as it was. */
+/* A sink that is out says so in every step; SIGPIPE put back as it was. A
+ * step may have raised it when a sink failed or stopped short (into a
+ * socket, splice returns what it moved with the signal already sent). */
 static void report_sinks(struct psplice_tee *t, struct psplice_result *res,
 			 struct ps_sigguard *g)
 {
@@ -174,7 +164,7 @@ static void report_sinks(struct psplice_tee *t, struct psplice_result *res,
 		if (res[i].error || (ps_is_socket(t->sink[i].ep.kind) &&
 				     ps__held(&t->sink[i].hold)))
 			raised = true;
-	guard_off(t, g, raised);
+	ps__sigpipe_end(g, &t->sig, raised);
 }
 
 static void tee_step(struct psplice_tee *t, size_t len, unsigned int flags, bool retry,
@@ -190,7 +180,7 @@ static void tee_step(struct psplice_tee *t, size_t len, unsigned int flags, bool
 		res[i] = (struct psplice_result){ 0 };
 		t->sink[i].res = &res[i];
 	}
-	ps__sigpipe_block(&g, t->guard);
+	ps__sigpipe_block(&g, t->sig.guard);
 	st.len = len;
 	if (!pending_first(&st))
 		goto out;
@@ -198,7 +188,9 @@ static void tee_step(struct psplice_tee *t, size_t len, unsigned int flags, bool
 		fail_step(&st, out->error, PSPLICE_SIDE_OUT);
 		goto out;
 	}
-	if (!t->ended)
+	/* A step asked for no byte delivers what is pending and takes
+	 * nothing: a 0 from the input then would not be its end. */
+	if (!t->ended && st.len)
 		serve_step(&st, took);
 out:
 	report_sinks(t, res, &g);
@@ -206,38 +198,26 @@ out:
 
 /* ---- the public calls ---- */
 
-static int refuse(int err, int side)
-{
-	struct psplice_result *last = ps__last();
-
-	*last = (struct psplice_result){ .error = err, .side = side };
-	errno = err;
-	return -1;
-}
-
 static int classify_all(struct psplice_tee *t, int fd_in, const int *fds_out)
 {
+	bool raises = false;
 	struct sink *s;
 
 	if (ps__classify(fd_in, &t->in) < 0)
-		return refuse(EBADF, PSPLICE_SIDE_IN);
+		return ps__reject(EBADF, PSPLICE_SIDE_IN);
 	if (t->in.kind == PS_K_DIR)
-		return refuse(EISDIR, PSPLICE_SIDE_IN);
+		return ps__reject(EISDIR, PSPLICE_SIDE_IN);
 	if (!ps__readable(&t->in))
-		return refuse(EBADF, PSPLICE_SIDE_IN);
+		return ps__reject(EBADF, PSPLICE_SIDE_IN);
 	for (size_t i = 0; i < t->n; i++) {
 		s = &t->sink[i];
 		if (ps__classify(fds_out[i], &s->ep) < 0 || !ps__writable(&s->ep))
-			return refuse(EBADF, PSPLICE_SIDE_OUT);
+			return ps__reject(EBADF, PSPLICE_SIDE_OUT);
 		/* splice(2) refuses an O_APPEND output before a byte moves. */
 		s->nosplice = s->ep.kind != PS_K_PIPE && ps__append(&s->ep);
-		if (s->ep.kind == PS_K_PIPE || ps_is_socket(s->ep.kind))
-			t->guard = true;
+		raises |= ps__raises_sigpipe(&s->ep);
 	}
-	if (t->guard && (t->flags & PSPLICE_F_SIGPIPE_IGNORED)) {
-		t->guard = false;
-		t->reap = true;
-	}
+	ps__sigpipe_policy(&t->sig, raises, t->flags);
 	return 0;
 }
 
@@ -256,17 +236,19 @@ static void tee_release(struct psplice_tee *t)
 struct psplice_tee *psplice_tee_new(int fd_in, const int *fds_out, size_t n,
 				    size_t hold_max, unsigned int flags)
 {
+	struct psplice_result r = { 0 };
 	struct psplice_tee *t;
 
-	if (!fds_out || !n || n > PSPLICE_TEE_MAX || (flags & ~TEE_PLAN_FLAGS) ||
-	    ((flags & PSPLICE_F_SIGPIPE_IGNORED) && !ps__sigpipe_ignored())) {
-		refuse(EINVAL, PSPLICE_SIDE_NONE);
+	if (!fds_out || !n || n > PSPLICE_TEE_MAX)
+		ps__fail_early(&r, EINVAL, PSPLICE_SIDE_NONE);
+	if (r.error || ps__check_flags(flags, TEE_PLAN_FLAGS, &r) < 0) {
+		ps__copy_return(&r, NULL);
 		return NULL;
 	}
 	t = calloc(1, sizeof(*t) + n * sizeof(t->sink[0]));
 	if (!t || !(t->step_res = calloc(2 * n, sizeof(*t->step_res)))) {
 		free(t);
-		refuse(ENOMEM, PSPLICE_SIDE_NONE);
+		ps__reject(ENOMEM, PSPLICE_SIDE_NONE);
 		return NULL;
 	}
 	t->total_res = t->step_res + n;
@@ -286,18 +268,14 @@ struct psplice_tee *psplice_tee_new(int fd_in, const int *fds_out, size_t n,
 	return t;
 }
 
-static void publish(const struct psplice_result *r)
-{
-	*ps__last() = *r;
-	if (r->error)
-		errno = r->error;
-}
-
-/* A move or copy on a tee: refused, or the tee locked for it. */
+/* A move or copy on a tee: refused (published), or the tee locked for
+ * it. */
 static bool tee_enter(struct psplice_tee *t, unsigned int flags)
 {
-	if (!t || (flags & ~TEE_CALL_FLAGS)) {
-		refuse(EINVAL, PSPLICE_SIDE_NONE);
+	struct psplice_result r = { 0 };
+
+	if (ps__check_enter(t, flags, TEE_CALL_FLAGS, &r) < 0) {
+		ps__copy_return(&r, NULL);
 		return false;
 	}
 	pthread_mutex_lock(&t->lock);
@@ -313,8 +291,9 @@ ssize_t psplice_tee_move(struct psplice_tee *t, size_t len, unsigned int flags,
 		return -1;
 	tee_step(t, len, flags, false, res ? res : t->step_res, &last);
 	pthread_mutex_unlock(&t->lock);
-	publish(&last);
-	return last.error ? -1 : (ssize_t)last.in_bytes;
+	if (ps__copy_return(&last, NULL) < 0)
+		return -1;
+	return (ssize_t)last.in_bytes;
 }
 
 static void add_step(struct psplice_result *total, const struct psplice_result *r, size_t n)
@@ -374,8 +353,7 @@ int psplice_tee_copy(struct psplice_tee *t, uint64_t len, unsigned int flags,
 		return -1;
 	tee_copy(t, len, flags, res ? res : t->total_res, &last);
 	pthread_mutex_unlock(&t->lock);
-	publish(&last);
-	return last.error ? -1 : 0;
+	return ps__copy_return(&last, NULL);
 }
 
 size_t psplice_tee_pending(struct psplice_tee *t, size_t i)
@@ -411,11 +389,14 @@ void psplice_tee_free(struct psplice_tee *t)
 int psplice_tee(int fd_in, const int *fds_out, size_t n, uint64_t len,
 		unsigned int flags, struct psplice_result *res)
 {
+	struct psplice_result res0 = { 0 };
 	struct psplice_tee *t;
 	int r;
 
-	if (flags & ~(TEE_PLAN_FLAGS | PSPLICE_F_MORE))
-		return refuse(EINVAL, PSPLICE_SIDE_NONE);
+	/* One call blocks: PSPLICE_F_NONBLOCK is refused. */
+	if (ps__check_flags(flags, TEE_PLAN_FLAGS | (TEE_CALL_FLAGS & ~PSPLICE_F_NONBLOCK),
+			    &res0) < 0)
+		return ps__copy_return(&res0, NULL);
 	t = psplice_tee_new(fd_in, fds_out, n, 0, flags & TEE_PLAN_FLAGS);
 	if (!t)
 		return -1;

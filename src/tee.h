@@ -7,14 +7,16 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "call.h"
 #include "compiler.h"
 #include "endpoint-t.h"
 #include "hold-t.h"
 #include "pipepool-t.h"
 #include "psplice.h"
 
-#define TEE_PLAN_FLAGS (PSPLICE_F_NOFALLBACK | PSPLICE_F_SIGPIPE_IGNORED)
-#define TEE_CALL_FLAGS (PSPLICE_F_NONBLOCK | PSPLICE_F_MORE)
+/* The planning and the per-call flags a tee takes (call.h). */
+#define TEE_PLAN_FLAGS (PS_PLAN_FLAGS & ~PS_PAIR_ONLY_FLAGS)
+#define TEE_CALL_FLAGS (PS_CALL_FLAGS & ~PS_PAIR_ONLY_FLAGS)
 #define NO_SHARE SIZE_MAX
 /* A step's most without a pipe to size it by. */
 #define TEE_RW_STEP ((size_t)256 << 10)
@@ -37,9 +39,7 @@ struct psplice_tee {
 	                         pool); NULL until needed, or for a pipe input */
 	bool rw;              /* the input takes no splice: read(2) */
 	bool ended;
-	bool guard;           /* block SIGPIPE around each step */
-	bool reap;            /* no guard: still take back a SIGPIPE that an
-	                         EPIPE left pending in a thread blocking it */
+	struct ps_sigpolicy sig;  /* SIGPIPE around each step */
 	size_t hold_max;
 	unsigned int flags;   /* the planning flags */
 	struct psplice_result *step_res, *total_res;
@@ -77,6 +77,5 @@ PS_HIDDEN int ps__tee_serve(struct step *st);
 PS_HIDDEN void ps__tee_deliver(const struct step *st, struct sink *s);
 PS_HIDDEN struct ps_pipe *ps__tee_get_src(bool always);
 PS_HIDDEN void ps__tee_put_src(struct ps_pipe *p);
-PS_HIDDEN bool ps__tee_pipe_empty(const struct ps_pipe *p);
 
 #endif

@@ -1,19 +1,20 @@
 /* Fan-out, one step's serving (see tee.c): tee(2) the step's bytes into
  * the thread's pipe for each sink in turn, move the pages themselves to the
  * last, and give the sinks splice refuses (or that hold bytes from before)
- * their share from one copy in memory. */
+ * their share from one copy in memory. Every kernel call goes through a
+ * path of the dispatch table (the tee path, the splice path), the pipe
+ * pool, or the accounting's reads, writes and waits: none is made here. */
 #include <errno.h>
-#include <poll.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 
 #include "accounting.h"
+#include "call.h"
 #include "hold.h"
 #include "path.h"
 #include "pipepool.h"
 #include "psplice.h"
-#include "sys.h"
 #include "tee.h"
 
 static struct ps_xfer sink_x(const struct step *st, struct sink *s, size_t len)
@@ -27,6 +28,43 @@ static struct ps_xfer input_x(const struct step *st)
 {
 	return (struct ps_xfer){ .in = &st->t->in, .out = &st->t->sink[0].ep,
 				 .flags = st->flags, .res = st->last };
+}
+
+/* An end of one of the pool's pipes (its read end O_NONBLOCK), as the
+ * paths take an fd. */
+static struct ps_endpoint pipe_end(int fd, int fl)
+{
+	return (struct ps_endpoint){ .fd = fd, .kind = PS_K_PIPE, .fl = fl };
+}
+
+/* The pipe that holds the step's bytes: the caller's input, or the
+ * internal pipe it was spliced into. */
+static const struct ps_endpoint *step_in(const struct step *st, struct ps_endpoint *tmp)
+{
+	if (st->fd == st->t->in.fd)
+		return &st->t->in;
+	*tmp = pipe_end(st->fd, O_RDONLY | O_NONBLOCK);
+	return tmp;
+}
+
+/* One path of the dispatch table between the step's pipes and a sink,
+ * with a result of its own: the step counts for the sinks itself. Returns
+ * what the path moved, or -errno ("not here" as the errno that said it,
+ * EINVAL when none did, as for a 0 from a file that has more); *side is
+ * the side its error was put on. */
+static ssize_t run_path(struct ps_xfer *x, int method, int *side)
+{
+	struct psplice_result r = { 0 };
+	ssize_t n;
+	int why;
+
+	x->res = &r;
+	n = ps__path_run(x, method);
+	*side = r.side;
+	if (!ps_is_not_here(n))
+		return n;
+	why = ps_why_not_here(n);
+	return why > 0 ? -why : -EINVAL;
 }
 
 /* A sink whose move failed for good is out; EAGAIN and EINTR leave it in,
@@ -44,15 +82,7 @@ static void settle(struct sink *s)
  * splice(2) from one into a pipe says EAGAIN rather than wait. */
 static bool wait_out(const struct step *st, struct sink *s)
 {
-	struct pollfd p = { .fd = s->ep.fd, .events = POLLOUT };
-	int r;
-
-	if (st->flags & PSPLICE_F_NONBLOCK)
-		return false;
-	do
-		r = poll(&p, 1, -1);
-	while (r < 0 && errno == EINTR && st->retry);
-	if (r < 0)
+	if ((st->flags & PSPLICE_F_NONBLOCK) || ps__wait_out(&s->ep, st->retry) < 0)
 		return false;
 	*s->res = (struct psplice_result){ .in_bytes = s->res->in_bytes,
 					   .out_bytes = s->res->out_bytes,
@@ -92,31 +122,30 @@ static void serve_memory(const struct step *st, struct sink *s,
 	}
 	if (done < n && ps__hold_bytes(&s->hold, b + done, n - done) < 0)
 		ps__fail(&x, ENOMEM, PSPLICE_SIDE_NONE);
+	/* Without NONBLOCK the move returns once every sink has its share:
+	 * an O_NONBLOCK sink that had no room is waited for. */
+	if (s->res->error == EAGAIN && wait_out(st, s))
+		ps__tee_deliver(st, s);
 	settle(s);
 }
 
 /* Read exactly n bytes out of a pipe that holds them. */
-static int read_pipe(int fd, unsigned char *b, size_t n)
+static int read_pipe(const struct ps_endpoint *ep, unsigned char *b, size_t n)
 {
+	struct psplice_result r = { 0 };
+	struct ps_xfer x = { .in = ep, .res = &r };
 	size_t got = 0;
-	ssize_t r;
+	ssize_t k;
 
 	while (got < n) {
-		r = ps_read(fd, b + got, n - got);
-		if (r == -EINTR)
+		k = ps__read_once(&x, b + got, n - got);
+		if (k == -EINTR)
 			continue;
-		if (r <= 0)
-			return r ? (int)r : -EIO;
-		got += (size_t)r;
+		if (k <= 0)
+			return k ? (int)k : -EIO;
+		got += (size_t)k;
 	}
 	return 0;
-}
-
-bool ps__tee_pipe_empty(const struct ps_pipe *p)
-{
-	int q = 0;
-
-	return ioctl(p->r, FIONREAD, &q) == 0 && q == 0;
 }
 
 /* The thread's pipe holds n bytes for sink s: the sink keeps it (within
@@ -125,6 +154,7 @@ bool ps__tee_pipe_empty(const struct ps_pipe *p)
 static void serve_pipe(struct step *st, struct sink *s, size_t n)
 {
 	struct ps_pipe *kp = ps__pipe_keep(st->tp, st->flags & PSPLICE_F_NOFALLBACK);
+	struct ps_endpoint tp_r = pipe_end(st->tp->r, O_RDONLY | O_NONBLOCK);
 	struct ps_xfer x = sink_x(st, s, n);
 	size_t size, got, c;
 	unsigned char *b;
@@ -142,7 +172,7 @@ static void serve_pipe(struct step *st, struct sink *s, size_t n)
 		err = -ENOMEM;
 	for (got = 0; got < n && !err; got += c) {
 		c = size < n - got ? size : n - got;
-		err = read_pipe(st->tp->r, b, c);
+		err = read_pipe(&tp_r, b, c);
 		if (!err)
 			err = ps__hold_bytes(&s->hold, b, c);
 	}
@@ -162,15 +192,21 @@ static void serve_pipe(struct step *st, struct sink *s, size_t n)
  * the rest of the share to memory. */
 static int serve_tee(struct step *st, struct sink *s)
 {
-	unsigned int fl = st->known ? SPLICE_F_NONBLOCK : st->flags & PSPLICE_F_NONBLOCK;
+	struct ps_endpoint in, out;
+	struct ps_xfer x;
+	int err, side;
 	ssize_t r;
-	int err;
 
 	if (!st->tp && (err = ps__pipe_get(&st->tp)) < 0)
 		return err;
-	do
-		r = ps_tee(st->fd, st->tp->w, st->known ? st->k : st->len, fl);
-	while (r == -EINTR && (st->retry || st->known));
+	/* Once the step's size is known the bytes are there: never wait. */
+	out = pipe_end(st->tp->w, O_WRONLY);
+	x = (struct ps_xfer){ .in = step_in(st, &in), .out = &out,
+			      .len = st->known ? st->k : st->len,
+			      .flags = st->known ? PSPLICE_F_NONBLOCK :
+						   st->flags & PSPLICE_F_NONBLOCK,
+			      .retry_eintr = st->retry || st->known };
+	r = run_path(&x, PS_PATH_TEE, &side);
 	if (!st->known) {
 		if (r < 0)
 			return (int)r;
@@ -217,20 +253,22 @@ static void leave_rest(struct step *st, struct sink *s, size_t moved)
  * takes what the input has. */
 static int serve_move(struct step *st, struct sink *s)
 {
-	struct ps_xfer x = sink_x(st, s, st->len);
+	struct ps_xfer x = sink_x(st, s, st->len), sx;
 	size_t moved = 0, want = st->known ? st->k : st->len;
+	struct ps_endpoint in;
 	ssize_t m;
+	int side;
 
 	while (moved < want) {
-		m = ps_splice(st->fd, NULL, s->ep.fd, NULL, want - moved,
-			      ps__splice_flags(&x));
-		if (m == -EINTR && st->retry)
-			continue;
+		sx = (struct ps_xfer){ .in = step_in(st, &in), .out = &s->ep,
+				       .len = want - moved, .flags = st->flags,
+				       .retry_eintr = st->retry };
+		m = run_path(&sx, PSPLICE_METHOD_SPLICE, &side);
 		if (m == -EAGAIN && st->known && wait_out(st, s))
 			continue;
 		if (!st->known) {
 			if (m == -EAGAIN || m == -EINTR) {
-				st->side = ps__blocked_side(&x, (int)-m);
+				st->side = side;
 				if (st->side == PSPLICE_SIDE_OUT)
 					ps__fail(&x, (int)-m, PSPLICE_SIDE_OUT);
 				return (int)m;
@@ -279,7 +317,7 @@ void ps__tee_put_src(struct ps_pipe *p)
 {
 	if (!p)
 		return;
-	if (ps__tee_pipe_empty(p))
+	if (ps__pipe_empty(p))
 		ps__pipe_back(p);
 	else
 		ps__pipe_close(p);
@@ -289,15 +327,17 @@ void ps__tee_put_src(struct ps_pipe *p)
  * (a tty, a procfs file) is read(2) from then on. */
 static int fill_src(struct step *st)
 {
-	struct ps_xfer x = input_x(st);
+	struct ps_endpoint out = pipe_end(st->t->src->w, O_WRONLY);
+	struct ps_xfer x = { .in = &st->t->in, .out = &out, .len = st->len,
+			     .flags = st->flags & PSPLICE_F_NONBLOCK,
+			     .retry_eintr = st->retry };
 	ssize_t r;
+	int side;
 
-	do
-		r = ps_splice(st->t->in.fd, NULL, st->t->src->w, NULL, st->len,
-			      st->flags & PSPLICE_F_NONBLOCK);
-	while (r == -EINTR && st->retry);
-	/* procfs and sysfs files splice nothing and still have content. */
-	if (ps__splice_refused(r) || (!r && st->t->in.seekable && !ps__input_ended(&x))) {
+	r = run_path(&x, PSPLICE_METHOD_SPLICE, &side);
+	/* procfs and sysfs files splice nothing and still have content: the
+	 * path says "not here" for them, as for an input splice refuses. */
+	if (ps__splice_refused(r)) {
 		if (st->flags & PSPLICE_F_NOFALLBACK)
 			return -EOPNOTSUPP;
 		st->t->rw = st->mem_only = true;
@@ -316,6 +356,7 @@ static int fill_src(struct step *st)
 static int fill_buf(struct step *st)
 {
 	struct ps_xfer x = input_x(st);
+	struct ps_endpoint in;
 	ssize_t r;
 
 	if (st->buf)
@@ -324,7 +365,8 @@ static int fill_buf(struct step *st)
 	if (!st->buf)
 		return -ENOMEM;
 	if (st->known)
-		return read_pipe(st->fd, st->buf + st->consumed, st->k - st->consumed);
+		return read_pipe(step_in(st, &in), st->buf + st->consumed,
+				 st->k - st->consumed);
 	do
 		r = ps__read_once(&x, st->buf, st->len);
 	while (r == -EINTR && st->retry);

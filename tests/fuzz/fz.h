@@ -63,6 +63,11 @@ struct fz_stats {
 int fz_run(const struct fz_seq *s, const char *dir_disk, const char *dir_tmpfs,
 	   struct fz_stats *st, const char **why);
 
+/* A random fan-out sequence of up to steps operations on a tee, made from
+ * seed and checked against the tee's model (fz_tee.c); as fz_run. */
+int fz_tee_run(uint64_t seed, size_t steps, const char *dir_disk, const char *dir_tmpfs,
+	       struct fz_stats *st, const char **why);
+
 /* A random sequence of n operations from a seed. */
 void fz_random(struct fz_seq *s, uint64_t seed, size_t n);
 /* A sequence from any byte string (the libFuzzer harness's input). */

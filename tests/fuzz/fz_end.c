@@ -406,3 +406,14 @@ int fz_fd_check(char *msg, size_t size)
 		 "the library's 5 pipes more)", others, pipes, others0, pipes0);
 	return -1;
 }
+
+void fz_once(void (*on_sigpipe)(int), size_t size, uint8_t **a, uint8_t **b)
+{
+	struct sigaction sa = { .sa_handler = on_sigpipe };
+
+	sigaction(SIGPIPE, &sa, NULL);
+	*a = malloc(size);
+	*b = malloc(size);
+	if (!*a || !*b)
+		abort();
+}

@@ -2,7 +2,11 @@
  * saved ones replayed.
  *
  *   fuzz_driver [--seed N] [--count N] [--steps N] [--time S] [--save DIR]
- *               [--dir DIR] [--tmpfs DIR] [--replay FILE...]
+ *               [--dir DIR] [--tmpfs DIR] [--replay FILE...] [--tee]
+ *
+ * --tee runs fan-out sequences (fz_tee.c) instead: one source, up to four
+ * sinks, psplice_tee_* calls; a failure prints its seed, which
+ * "--tee --seed S --count 1" runs again.
  *
  * Sequence k of a run is made from seed N + k, so "--seed S --count 1"
  * runs again the sequence the run printed for S. A failure is shrunk and,
@@ -46,6 +50,7 @@ struct opts {
 	size_t steps;
 	double time;
 	const char *save, *disk, *tmpfs;
+	bool tee;
 };
 
 static void save(const struct opts *o, const struct fz_seq *s, uint64_t seed)
@@ -117,6 +122,40 @@ static int random_run(const struct opts *o)
 	return st.failures ? 1 : 0;
 }
 
+static int tee_run(const struct opts *o)
+{
+	struct fz_stats st = { 0 };
+	double start = now();
+	const char *why;
+	char msg[256];
+	uint64_t k;
+
+	printf("fuzz: tee, seed %" PRIu64 ", up to %" PRIu64 " sequences of %zu steps, %.0f s\n",
+	       o->seed, o->count, o->steps, o->time);
+	fflush(stdout);
+	for (k = 0; k < o->count && now() - start < o->time; k++) {
+		current = o->seed + k;
+		alarm(120);
+		if (fz_tee_run(o->seed + k, o->steps, o->disk, o->tmpfs, &st, &why) < 0) {
+			alarm(0);
+			fprintf(stderr, "fuzz: tee sequence of seed %" PRIu64 " failed: %s\n",
+				o->seed + k, why);
+			break;
+		}
+		alarm(0);
+		if (fz_fd_check(msg, sizeof(msg)) < 0) {
+			fprintf(stderr, "fuzz: tee sequence of seed %" PRIu64 ": %s\n",
+				o->seed + k, msg);
+			st.failures++;
+			break;
+		}
+	}
+	printf("fuzz: tee: %" PRIu64 " sequences, %" PRIu64 " operations, %" PRIu64
+	       " bytes checked, %" PRIu64 " failures, %.1f s\n", st.seqs, st.ops, st.bytes,
+	       st.failures, now() - start);
+	return st.failures ? 1 : 0;
+}
+
 static int replay(const struct opts *o, char **files, int n)
 {
 	struct fz_stats st = { 0 };
@@ -152,6 +191,7 @@ int main(int argc, char **argv)
 		{ "dir", required_argument, NULL, 'd' },
 		{ "tmpfs", required_argument, NULL, 'm' },
 		{ "replay", no_argument, NULL, 'r' },
+		{ "tee", no_argument, NULL, 'T' },
 		{ NULL, 0, NULL, 0 }
 	};
 	struct opts o = { .seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32),
@@ -171,6 +211,7 @@ int main(int argc, char **argv)
 		case 'd': o.disk = optarg; break;
 		case 'm': o.tmpfs = optarg; break;
 		case 'r': rep = true; break;
+		case 'T': o.tee = true; break;
 		default: return 2;
 		}
 	}
@@ -178,5 +219,5 @@ int main(int argc, char **argv)
 	fz_fd_check(NULL, 0);
 	if (rep)
 		return replay(&o, argv + optind, argc - optind);
-	return random_run(&o);
+	return o.tee ? tee_run(&o) : random_run(&o);
 }

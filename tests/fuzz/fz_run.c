@@ -23,8 +23,7 @@
 #include "fz_int.h"
 #include "psplice.h"
 
-#define PLAN_FLAGS (PSPLICE_F_NOFALLBACK | PSPLICE_F_REFLINK | PSPLICE_F_ONLY_MASK | \
-		    PSPLICE_F_SIGPIPE_IGNORED)
+#define PLAN_FLAGS PSPLICE_F_PLAN_MASK
 #define CALL_FLAGS (PSPLICE_F_MOVE | PSPLICE_F_NONBLOCK | PSPLICE_F_MORE)
 #define MAX_IMAGE (48u << 20)
 #define HUGE_OFF (INT64_MAX - 7)
@@ -895,13 +894,7 @@ int fz_run(const struct fz_seq *s, const char *disk, const char *tmpfs,
 	size_t i;
 
 	if (!ready) {
-		struct sigaction sa = { .sa_handler = on_sigpipe };
-
-		sigaction(SIGPIPE, &sa, NULL);
-		z.buf = malloc(MAX_IMAGE);
-		z.take = malloc(MAX_IMAGE);
-		if (!z.buf || !z.take)
-			abort();
+		fz_once(on_sigpipe, MAX_IMAGE, &z.buf, &z.take);
 		ready = true;
 	}
 	sigpipes = 0;
