@@ -65,11 +65,12 @@ static void print_stats(struct relay *r)
 		(uint64_t)atomic_load(&r->copied));
 }
 
-/* Every connected socket of the process set to close with a reset, as
- * the kernel closes them when the process dies: a stream cut there must
- * not look ended (FIN) to its peer. The workers still run, so the fds are
- * found in /proc rather than in their lists; one closed and reused under
- * us is another of our sockets, cut all the same. */
+/* Every connected socket of the process set to close with a reset: the
+ * kernel would end each with a FIN when the process dies, and a stream cut
+ * there must not look ended to its peer. The workers still run, so the fds
+ * are found in /proc rather than in their lists; one closed and reused
+ * under us is another of our sockets, cut all the same. A unix socket has
+ * no reset: its peer reads an end. */
 static void reset_all(void)
 {
 	struct linger now = { .l_onoff = 1, .l_linger = 0 };
@@ -101,7 +102,7 @@ static void die_of(struct relay *r, int signo)
 	sigset_t set;
 
 	if (open)
-		cli_say("relay: stopping now: %" PRIu64 " connection%s reset", open,
+		cli_say("relay: stopping now: %" PRIu64 " connection%s cut", open,
 			open == 1 ? "" : "s");
 	reset_all();
 	signal(signo, SIG_DFL);
@@ -184,11 +185,27 @@ static void reloaded(struct relay *r, struct worker *w, struct reload *re)
 		handed_over(r, w, re->pid, SIGUSR2);
 }
 
-/* The SIGTERM of a relay started with --replace that serves this one's
- * listeners now (relay_replace.c); a plain SIGTERM says nothing of them. */
+/* A stop signal while a reload is starting stops the new relay too: the
+ * operator asked for none to serve, and it would otherwise go on alone
+ * (on a unix socket whose file this one removes). */
+static void stop_all(struct relay *r, struct worker *w, struct reload *re, int signo)
+{
+	if (re->fd >= 0) {
+		cli_say("relay: stopping process %ld, which was starting to replace this one",
+			(long)re->pid);
+		kill(re->pid, SIGTERM);
+		close(re->fd);
+		re->fd = -1;
+	}
+	stop(r, w, signo);
+}
+
+/* The signal of a relay started with --replace that serves this one's
+ * listeners now (relay_replace.c). The same signal without the value is
+ * taken as a stop, as its default action would end the process. */
 static bool from_replacer(const struct signalfd_siginfo *si)
 {
-	return si->ssi_signo == SIGTERM && si->ssi_code == SI_QUEUE &&
+	return (int)si->ssi_signo == HANDOVER_SIGNAL && si->ssi_code == SI_QUEUE &&
 	       si->ssi_int == HANDOVER_VALUE;
 }
 
@@ -227,9 +244,9 @@ static void supervise(struct relay *r, struct worker *w, int sfd)
 		else if (si.ssi_signo == SIGUSR2)
 			reload(r, w, &re);
 		else if (from_replacer(&si))
-			handed_over(r, w, (pid_t)si.ssi_pid, SIGTERM);
+			handed_over(r, w, (pid_t)si.ssi_pid, HANDOVER_SIGNAL);
 		else
-			stop(r, w, (int)si.ssi_signo);
+			stop_all(r, w, &re, (int)si.ssi_signo);
 	}
 	if (re.fd >= 0)
 		close(re.fd);
@@ -250,6 +267,7 @@ static int take_signals(void)
 	sigaddset(&set, SIGHUP);
 	sigaddset(&set, SIGUSR1);
 	sigaddset(&set, SIGUSR2);
+	sigaddset(&set, HANDOVER_SIGNAL);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	return signalfd(-1, &set, SFD_CLOEXEC);
 }
@@ -309,10 +327,11 @@ static int serve(struct relay *r, struct worker *w)
 	if ((i = checker_start(r)))
 		cli_error(i, "relay: cannot start the target checker");
 	start_workers(r, w);
-	reload_say_ready(r);
 	/* The relay replaced must not be left serving alongside this one
-	 * unknowing: this one goes, the sockets left to it. */
-	if (replace_finish(r) < 0) {
+	 * unknowing, nor this one serve when the one that started it is
+	 * gone (stopped meanwhile): this one goes, the sockets left as
+	 * they are. */
+	if (reload_say_ready(r) < 0 || replace_finish(r) < 0) {
 		atomic_store(&r->handed_over, true);
 		stop(r, w, SIGTERM);
 		status = 1;
@@ -320,6 +339,8 @@ static int serve(struct relay *r, struct worker *w)
 	supervise(r, w, sfd);
 	for (i = 0; i < r->jobs; i++)
 		pthread_join(w[i].thread, NULL);
+	if (atomic_load(&r->listener_lost))
+		status = 1;
 	checker_stop(r);
 	note_flush(&r->accept_failed, true);
 	if (r->verbose)

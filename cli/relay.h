@@ -11,6 +11,7 @@
 #define CLI_RELAY_H
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -28,9 +29,12 @@
 #define NEVER INT64_MAX
 #define NOTE_MS 5000         /* a repeated error is said at most this often */
 #define PROXY_WAIT_MS 3000   /* --accept-proxy: the header comes within this */
-/* The value a relay started with --replace queues with the SIGTERM it
- * sends the relay it replaces (sigqueue(3)): that relay's listeners are
- * served already, so it drains and leaves them listening. */
+/* The signal and value a relay started with --replace queues to the relay
+ * it replaces (sigqueue(3)): that relay's listeners are served already, so
+ * it drains and leaves them listening. A real-time signal, because those
+ * queue: a SIGTERM already pending would swallow a second one, and the
+ * relay replaced would take the handover for a plain stop. */
+#define HANDOVER_SIGNAL (SIGRTMIN + 1)
 #define HANDOVER_VALUE 0x72706c63
 #define PACE_MS 20           /* a direction out of tokens waits for this much worth */
 #define RATE_MAX (1ull << 40) /* --rate and --rate-total: 1 TiB/s at most */
@@ -113,6 +117,7 @@ struct relay {
 	char *re_path, **re_argv;        /* what a reload runs (relay_reload.c) */
 	int ready_fd;                    /* started by a reload: say so here; or -1 */
 	atomic_bool handed_over;         /* a reload or --replace took the listeners */
+	atomic_bool listener_lost;       /* another process shut a listener down */
 	pid_t replace_pid;               /* --replace: the relay replaced; or 0 */
 	int replace_fd;                  /* its pidfd until it is told; or -1 */
 };
@@ -223,7 +228,7 @@ char *slurp(const char *path, size_t *len);
 int reload_prepare(struct relay *r);
 void reload_free(struct relay *r);
 int reload_ready_fd(void);
-void reload_say_ready(struct relay *r);
+int reload_say_ready(struct relay *r);
 pid_t reload_start(struct relay *r, struct worker *w, int *ready_rd);
 bool reload_ended(struct relay *r, pid_t pid, int fd);
 

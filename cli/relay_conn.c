@@ -231,7 +231,12 @@ int conn_target(struct worker *w, struct conn *c)
 		return -1;
 	tfd = socket(t->addr.ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (tfd < 0) {
-		give_up(w, c, errno);
+		/* A family this host lacks (EAFNOSUPPORT) is the target's
+		 * fault: the next one is tried. Out of fds is ours. */
+		if (own_fault(errno))
+			give_up(w, c, errno);
+		else
+			connect_failed(w, c, errno);
 		return 0;
 	}
 	c->target.fd = tfd;

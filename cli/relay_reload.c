@@ -158,17 +158,22 @@ int reload_ready_fd(void)
 	return (int)fd;
 }
 
-/* The new process serves: the old one may go. */
-void reload_say_ready(struct relay *r)
+/* The new process serves: the old one may go. -1, said, when the old one
+ * cannot be told (it is gone). */
+int reload_say_ready(struct relay *r)
 {
 	char ok = 'R';
+	int rc = 0;
 
 	if (r->ready_fd < 0)
-		return;
-	if (write(r->ready_fd, &ok, 1) != 1)
+		return 0;
+	if (write(r->ready_fd, &ok, 1) != 1) {
 		cli_error(errno, "relay: cannot tell the relay it replaces that it serves");
+		rc = -1;
+	}
 	close(r->ready_fd);
 	r->ready_fd = -1;
+	return rc;
 }
 
 /* Each listener once: shared ones are the same fd in every worker. */

@@ -3,7 +3,7 @@
  * out of that process with pidfd_getfd(2): the copies are the same kernel
  * sockets, so a client that connects meanwhile waits in their queue, never
  * refused. Once this relay serves them, it tells PID to stop accepting and
- * drain (a SIGTERM carrying HANDOVER_VALUE, which also tells it to leave the
+ * drain (HANDOVER_SIGNAL carrying HANDOVER_VALUE, which also tells it to leave the
  * sockets listening and a unix socket's file in place). Whatever fails
  * before that leaves PID as it was: nothing of it is changed until then. */
 #include <dirent.h>
@@ -176,27 +176,51 @@ static bool listens(int fd)
 	       (domain == AF_INET || domain == AF_INET6 || domain == AF_UNIX);
 }
 
+/* The file a unix socket was bound to, as a path from here (pid's
+ * working directory for a relative one); false when unnamed or abstract. */
+static bool bound_path(pid_t pid, const struct sockaddr_un *un, socklen_t len, char *path,
+		       size_t size)
+{
+	char bound[sizeof(un->sun_path) + 1];
+	size_t n = len > offsetof(struct sockaddr_un, sun_path) ?
+		   len - offsetof(struct sockaddr_un, sun_path) : 0;
+
+	memcpy(bound, un->sun_path, n);
+	bound[n] = '\0';
+	if (!bound[0])
+		return false;
+	if (bound[0] == '/')
+		snprintf(path, size, "%s", bound);
+	else
+		snprintf(path, size, "/proc/%ld/cwd/%s", (long)pid, bound);
+	return true;
+}
+
 /* A unix socket bound to the file LISTEN names: the same file, reached from
  * here and from pid's working directory when pid bound a relative path. */
 static bool same_socket_file(pid_t pid, const struct sockaddr_un *un, socklen_t len,
 			     const struct sockaddr_un *want)
 {
-	char bound[sizeof(un->sun_path) + 1], path[sizeof(bound) + 64];
-	size_t n = len > offsetof(struct sockaddr_un, sun_path) ?
-		   len - offsetof(struct sockaddr_un, sun_path) : 0;
+	char path[sizeof(un->sun_path) + 64];
 	struct stat a, b;
 
-	memcpy(bound, un->sun_path, n);
-	bound[n] = '\0';
-	/* Unnamed, or abstract: no file. */
-	if (!bound[0])
+	return bound_path(pid, un, len, path, sizeof(path)) && stat(path, &a) == 0 &&
+	       stat(want->sun_path, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+/* A unix listener no client can reach any more: its file was removed (a
+ * relay that began to drain unlinks it) or is no socket. Taking it would
+ * serve nothing. Whether the file there is this very socket's is not
+ * known without sock_diag; a socket file is taken to be it. */
+static bool unreachable(pid_t pid, const struct sockaddr *sa, socklen_t len)
+{
+	char path[sizeof(((struct sockaddr_un *)0)->sun_path) + 64];
+	struct stat st;
+
+	if (sa->sa_family != AF_UNIX ||
+	    !bound_path(pid, (const struct sockaddr_un *)sa, len, path, sizeof(path)))
 		return false;
-	if (bound[0] == '/')
-		snprintf(path, sizeof(path), "%s", bound);
-	else
-		snprintf(path, sizeof(path), "/proc/%ld/cwd/%s", (long)pid, bound);
-	return stat(path, &a) == 0 && stat(want->sun_path, &b) == 0 &&
-	       a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+	return stat(path, &st) < 0 || !S_ISSOCK(st.st_mode);
 }
 
 /* Whether the listener sa is LISTEN: the same address and port, or the
@@ -208,6 +232,8 @@ static bool matches(const struct relay *r, pid_t pid, const struct sockaddr *sa,
 	const struct sockaddr_in *a4 = (const void *)sa, *w4 = (const void *)want;
 	const struct sockaddr_in6 *a6 = (const void *)sa, *w6 = (const void *)want;
 
+	if (unreachable(pid, sa, len))
+		return false;
 	if (r->inherited)
 		return true;
 	if (sa->sa_family != want->sa_family)
@@ -416,7 +442,8 @@ done:
 }
 
 /* This relay serves: the one it replaces stops accepting and drains. The
- * SIGTERM carries HANDOVER_VALUE, and this process's pid for its message.
+ * signal, HANDOVER_SIGNAL with HANDOVER_VALUE, carries this process's pid
+ * for its message.
  * -1 when it cannot be told, once said. */
 int replace_finish(struct relay *r)
 {
@@ -427,12 +454,12 @@ int replace_finish(struct relay *r)
 	if (r->replace_fd < 0)
 		return 0;
 	memset(&si, 0, sizeof(si));
-	si.si_signo = SIGTERM;
+	si.si_signo = HANDOVER_SIGNAL;
 	si.si_code = SI_QUEUE;
 	si.si_pid = getpid();
 	si.si_uid = getuid();
 	si.si_value.sival_int = HANDOVER_VALUE;
-	if (sys_pidfd_send_signal(r->replace_fd, SIGTERM, &si) < 0)
+	if (sys_pidfd_send_signal(r->replace_fd, HANDOVER_SIGNAL, &si) < 0)
 		err = errno;
 	close(r->replace_fd);
 	r->replace_fd = -1;

@@ -2,6 +2,7 @@
  * its connections, accepting under --max-conns, the timeouts, and the drain
  * after SIGTERM. */
 #include <errno.h>
+#include <signal.h>
 #include <inttypes.h>
 #include <string.h>
 #include <stddef.h>
@@ -174,13 +175,27 @@ static void accept_some(struct worker *w, struct handle *l)
 			listener_on(w, false);
 			return;
 		}
+		/* Not draining: another process holding the socket shut it
+		 * down (the relay this one replaced, stopped by a plain
+		 * signal as it was taken over). No client can come through
+		 * it again: said once, and the relay stops, exiting 1. */
+		if (errno == EINVAL) {
+			listener_on(w, false);
+			if (!atomic_exchange(&w->r->listener_lost, true)) {
+				cli_error(EINVAL, "relay: the listening socket was shut down by "
+					  "another process; stopping");
+				kill(getpid(), SIGTERM);
+			}
+			return;
+		}
 		if (errno != EAGAIN) {
 			/* Out of fds: the queue stays readable, so pause
 			 * rather than spin on it, and say so without
 			 * flooding the log while it lasts. */
 			note_error(&w->r->accept_failed, errno);
 			listener_on(w, false);
-			w->next_check = now_ms() + RETRY_MS;
+			if (now_ms() + RETRY_MS < w->next_check)
+				w->next_check = now_ms() + RETRY_MS;
 		}
 		return;
 	}

@@ -169,4 +169,18 @@ u1=$(served_by u.log 1); pids="$pids $u1"
 timeout 30 python3 peers.py one "$d/r.sock" 65536 || fail $LINENO "relay $u1 does not serve"
 kill $u1; gone $u1 || fail $LINENO "relay $u1 did not stop"
 [ -e r.sock ] && fail $LINENO "the socket file is left behind"
+# A stop signal while the new relay is starting stops it too: none is left
+# serving after the operator stopped the relay (the new one went on alone,
+# on a unix socket whose file the old one removed).
+PATH="$d:$PATH" psplice relay -v -j 2 "unix:$d/s.sock" 127.0.0.1:$tport 2>s.log &
+s0=$!; pids="$pids $s0"
+wait_for s.log "listening on" || fail $LINENO "the relay did not start: $(cat s.log)"
+kill -USR2 $s0; kill -TERM $s0
+wait $s0
+left=
+for i in $(seq 100); do
+	left=$(pgrep -f "relay -v -j 2 unix:$d/s.sock")
+	[ -z "$left" ] && break; sleep 0.2
+done
+[ -z "$left" ] || fail $LINENO "a relay is left serving after the stop: $left $(cat s.log)"
 exit 0

@@ -274,4 +274,55 @@ timeout 30 python3 peers.py some "$d/r.sock" 3 65536 || fail $LINENO "relay $u1 
 is $LINENO $((b + 3)) "$(count seen.b)"
 kill $u1; gone $u1 || fail $LINENO "relay $u1 did not stop"
 [ -e r.sock ] && fail $LINENO "the socket file is left behind"
+# A stop signal that reached the old relay as it was taken over: pending
+# when the takeover's signal comes (the old relay is stopped with SIGSTOP
+# meanwhile), which must not swallow the takeover's. The stop may shut the
+# shared listener down; the new relay then says so and ends with 1, rather
+# than listen on a dead socket for ever (it did, accept failing with
+# EINVAL every 100 ms).
+"$P" relay -v -j 2 127.0.0.1:0 $ta 2>w0.log &
+w0=$!; pids="$pids $w0"
+wait_for w0.log "listening on" || fail $LINENO "the relay did not start: $(cat w0.log)"
+wport=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\),.*/\1/p' w0.log)
+kill -STOP $w0; kill -TERM $w0
+"$P" relay -j 1 --replace=$w0 127.0.0.1:$wport $tb 2>w1.log &
+w1=$!; pids="$pids $w1"
+wait_for w1.log "took over" || fail $LINENO "no takeover: $(cat w1.log)"
+kill -CONT $w0
+# Which the old relay sees first decides whether it shuts the listener
+# down; either way the new relay must not be left listening on nothing:
+# it serves, or it has said why it stopped and ended with 1.
+gone $w0 20 || fail $LINENO "relay $w0 did not stop"
+if kill -0 $w1 2>/dev/null; then
+	timeout 30 python3 peers.py some 127.0.0.1:$wport 1 4096 ||
+		fail $LINENO "the new relay runs but does not serve: $(cat w1.log)"
+	kill $w1; gone $w1 || fail $LINENO "relay $w1 did not stop"
+else
+	wait $w1; rc=$?
+	rc_is $LINENO 1
+	grep -q "the listening socket was shut down by another process; stopping" w1.log ||
+		fail $LINENO "the new relay did not say why it stops: $(cat w1.log)"
+fi
+
+# A unix relay that began to drain has removed its socket file: its
+# listener, still open, can be reached by no client, and is not taken.
+"$P" relay -j 1 "unix:$d/v.sock" $ta 2>v0.log &
+v0=$!; pids="$pids $v0"
+wait_for v0.log . 2 || [ -S v.sock ] || sleep 1
+[ -S v.sock ] || fail $LINENO "the unix relay did not listen: $(cat v0.log)"
+python3 -c '
+import socket, sys, time
+c = socket.socket(socket.AF_UNIX); c.connect(sys.argv[1])
+open("held", "w").write("1\n"); time.sleep(8)' "$d/v.sock" &
+pids="$pids $!"
+wait_for held . || fail $LINENO "the held connection did not start"
+kill -TERM $v0
+wait_for v0.log "draining 1 connection" || fail $LINENO "relay $v0 did not drain: $(cat v0.log)"
+[ -e v.sock ] && fail $LINENO "the draining relay left its socket file"
+"$P" relay -j 1 --replace=$v0 - $tb 2>v1.log; rc=$?
+rc_is $LINENO 1
+grep -q "took over" v1.log && fail $LINENO "a listener no client can reach was taken: $(cat v1.log)"
+"$P" relay -j 1 --replace=$v0 "unix:$d/v.sock" $tb 2>v2.log; rc=$?
+rc_is $LINENO 1
+kill -0 $v0 2>/dev/null || fail $LINENO "relay $v0 did not go on draining"
 exit 0
