@@ -223,10 +223,8 @@ static int classify_all(struct psplice_tee *t, int fd_in, const int *fds_out)
 
 static void tee_release(struct psplice_tee *t)
 {
-	for (size_t i = 0; i < t->n; i++) {
+	for (size_t i = 0; i < t->n; i++)
 		ps__hold_release(&t->sink[i].hold);
-		pthread_mutex_destroy(&t->sink[i].hold.lock);
-	}
 	ps__tee_put_src(t->src);
 	pthread_mutex_destroy(&t->lock);
 	free(t->step_res);
@@ -256,8 +254,6 @@ struct psplice_tee *psplice_tee_new(int fd_in, const int *fds_out, size_t n,
 	t->hold_max = hold_max;
 	t->flags = flags;
 	pthread_mutex_init(&t->lock, NULL);
-	for (size_t i = 0; i < n; i++)
-		pthread_mutex_init(&t->sink[i].hold.lock, NULL);
 	if (classify_all(t, fd_in, fds_out) < 0) {
 		int err = errno;
 

@@ -32,6 +32,11 @@ struct sink {
 	struct psplice_result *res;  /* this step's */
 };
 
+/* A tee has one lock, as a pair that holds has one (call.h): a step
+ * reads the input once for every sink, and what it may take depends on
+ * what every sink holds (hold_max), so the sinks' holds, the internal pipe
+ * and the end of input are one state, which moves, copies, pending and
+ * take lock whole. A lock per sink would only be taken inside this one. */
 struct psplice_tee {
 	pthread_mutex_t lock;
 	struct ps_endpoint in;
