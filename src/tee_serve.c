@@ -6,7 +6,10 @@
  * A sink that cannot take its share now keeps it pending in its struct
  * ps_hold (the pipe it went through, kept from the pool's budget, or
  * memory), as a pair does; a sink splice refuses, or one with bytes pending
- * before the step's, gets the step's bytes from one copy in memory. */
+ * before the step's, gets the step's bytes from one copy in memory.
+ * The step itself (ps__tee_step, at the end) delivers each sink's pending
+ * bytes first, sizes the step within hold_max, serves it, and ends the
+ * input only once every sink has had every byte. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
