@@ -4,6 +4,8 @@
 #ifndef PS_CALL_H
 #define PS_CALL_H
 
+#include <pthread.h>
+
 #include "compiler.h"
 #include "endpoint-t.h"
 #include "hold-t.h"
@@ -41,6 +43,7 @@ struct psplice_pair {
 	bool short_raises;   /* a short move may have raised SIGPIPE */
 	bool holds;          /* a prepared pair with a non-seekable input:
 	                        what it takes and cannot deliver is pending */
+	pthread_mutex_t lock;  /* moves on a pair that holds take turns */
 	struct ps_hold hold;
 };
 

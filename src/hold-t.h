@@ -1,9 +1,9 @@
 /* A pair's pending bytes (hold.c), which a prepared pair and each sink of a
- * tee keep. */
+ * tee keep. A hold has no lock of its own: the object that keeps it (the
+ * pair, the tee) has one lock for everything it keeps, holds included. */
 #ifndef PS_HOLD_T_H
 #define PS_HOLD_T_H
 
-#include <pthread.h>
 #include <stddef.h>
 
 #include "pipepool-t.h"
@@ -14,7 +14,6 @@
  * the move used, which the pair keeps until it is empty, or, when no pipe
  * may be kept, in memory. */
 struct ps_hold {
-	pthread_mutex_t lock;    /* moves on one pair take turns */
 	struct ps_pipe *pipe;    /* kept while it holds in_pipe bytes */
 	size_t in_pipe;
 	unsigned char *buf;      /* or pending in buf[off, len) */

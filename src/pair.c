@@ -53,7 +53,7 @@ static struct psplice_pair *pair_new(int fd_in, int fd_out, unsigned int flags,
 	pp->holds = hold && !pp->in.seekable;
 	if (pp->holds) {
 		pp->hold = (struct ps_hold){ .pipe = NULL };
-		pthread_mutex_init(&pp->hold.lock, NULL);
+		pthread_mutex_init(&pp->lock, NULL);
 	}
 	return pp;
 }
@@ -81,13 +81,13 @@ struct psplice_pair *ps__pair_new_0_1(int fd_in, int fd_out, unsigned int flags)
 static void pair_lock(struct psplice_pair *p)
 {
 	if (p->holds)
-		pthread_mutex_lock(&p->hold.lock);
+		pthread_mutex_lock(&p->lock);
 }
 
 static void pair_unlock(struct psplice_pair *p)
 {
 	if (p->holds)
-		pthread_mutex_unlock(&p->hold.lock);
+		pthread_mutex_unlock(&p->lock);
 }
 
 /* A move or copy on a pair: refused (r says why), or the pair locked for
@@ -179,7 +179,7 @@ void psplice_pair_free(struct psplice_pair *p)
 	if (p && p->holds) {
 		hand_back(p);
 		ps__hold_release(&p->hold);
-		pthread_mutex_destroy(&p->hold.lock);
+		pthread_mutex_destroy(&p->lock);
 	}
 	free(p);
 }

@@ -1,12 +1,7 @@
-/* Fan-out: one input to n sinks. tee(2) duplicates the pages of a pipe into
- * another without consuming them: each step gets the input's bytes into a
- * pipe (the input itself when it is one, else an internal pipe it is
- * spliced into), tees them into the thread's pipe for each sink in turn and
- * splices them out of it, and moves the pages themselves to the last sink.
- * A sink that cannot take its share now keeps it pending in its struct
- * ps_hold (the pipe it went through, kept from the pool's budget, or
- * memory), as a pair does; a sink splice refuses, or one with bytes pending
- * before the step's, gets the step's bytes from one copy in memory. */
+/* Fan-out, the public calls: a tee prepared (its input and sinks
+ * classified, its flags checked, its SIGPIPE policy), its moves and
+ * copies as steps (tee_serve.c) under its one lock, a sink's pending bytes
+ * counted and taken, and the tee freed. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -14,189 +9,9 @@
 
 #include "endpoint.h"
 #include "hold.h"
-#include "pipepool.h"
 #include "psplice.h"
 #include "sigpipe.h"
 #include "tee.h"
-
-/* ---- the step ---- */
-
-static void fail_step(struct step *st, int err, int side)
-{
-	if (!st->last->error) {
-		st->last->error = err;
-		st->last->side = side;
-	}
-}
-
-/* Pending bytes first. A sink still holding some afterwards holds the
- * input back: at once without NONBLOCK (the wait was interrupted), else
- * once it holds hold_max; below that the step takes at most the room
- * left. false: the step takes nothing. */
-static bool pending_first(struct step *st)
-{
-	struct psplice_tee *t = st->t;
-	size_t i, held, most = 0;
-	struct sink *s;
-
-	for (i = 0; i < t->n; i++) {
-		s = &t->sink[i];
-		if (ps_tee_live(s) && ps__held(&s->hold))
-			ps__tee_deliver(st, s);
-		if (ps_tee_live(s) && (held = ps__held(&s->hold)) > most)
-			most = held;
-	}
-	if (!most)
-		return true;
-	for (i = 0; i < t->n; i++) {
-		s = &t->sink[i];
-		held = ps__held(&s->hold);
-		if (!ps_tee_live(s) || !held)
-			continue;
-		if (!(st->flags & PSPLICE_F_NONBLOCK) && s->res->error) {
-			fail_step(st, s->res->error, PSPLICE_SIDE_OUT);
-		} else if (held >= t->hold_max) {
-			if (!s->res->error) {
-				s->res->error = EAGAIN;
-				s->res->side = PSPLICE_SIDE_OUT;
-			}
-			fail_step(st, EAGAIN, PSPLICE_SIDE_OUT);
-		}
-	}
-	if (st->last->error)
-		return false;
-	if (t->ended) {
-		fail_step(st, EAGAIN, PSPLICE_SIDE_OUT);
-		return false;
-	}
-	if (st->len > t->hold_max - most)
-		st->len = t->hold_max - most;
-	return true;
-}
-
-static const struct sink *first_out(const struct psplice_tee *t)
-{
-	for (size_t i = 0; i < t->n; i++)
-		if (ps_tee_live(&t->sink[i]))
-			return NULL;
-	for (size_t i = 0; i < t->n; i++)
-		if (t->sink[i].error)
-			return &t->sink[i];
-	return NULL;
-}
-
-static void finish(struct step *st, bool *took)
-{
-	struct psplice_tee *t = st->t;
-	uint64_t least = UINT64_MAX;
-
-	for (size_t i = 0; i < t->n; i++) {
-		struct sink *s = &t->sink[i];
-
-		if (took[i])
-			s->res->in_bytes += st->k;
-		if (took[i] && s->res->out_bytes < least)
-			least = s->res->out_bytes;
-	}
-	/* A lone sink that failed before the step took a byte: not the end. */
-	if (!st->known && !st->last->error && first_out(t))
-		fail_step(st, first_out(t)->error, PSPLICE_SIDE_OUT);
-	st->last->in_bytes = st->k;
-	st->last->out_bytes = least == UINT64_MAX ? 0 : least;
-	if (!st->known || st->k || st->last->error)
-		return;
-	/* The end of input, but only once every sink has had every byte. */
-	t->ended = true;
-	for (size_t i = 0; i < t->n; i++)
-		if (ps_tee_live(&t->sink[i]) && ps__held(&t->sink[i].hold))
-			fail_step(st, EAGAIN, PSPLICE_SIDE_OUT);
-}
-
-/* The step's bytes to every live sink: the internal pipe the input is
- * spliced into and the thread's pipe first, then the step's size, then the
- * serving (tee_serve.c). */
-static void serve_step(struct step *st, bool *took)
-{
-	struct psplice_tee *t = st->t;
-	int err;
-
-	/* The internal pipe first: the thread's pipe is lent after it. */
-	if (!t->rw && t->in.kind != PS_K_PIPE && !t->src)
-		t->src = ps__tee_get_src(t->flags & PSPLICE_F_NOFALLBACK);
-	if (!t->rw && ps__pipe_get(&st->tp) < 0)
-		st->tp = NULL;
-	st->mem_only = t->rw || !st->tp || (t->in.kind != PS_K_PIPE && !t->src);
-	if (st->mem_only && (t->flags & PSPLICE_F_NOFALLBACK)) {
-		fail_step(st, t->rw ? EOPNOTSUPP : ENFILE, PSPLICE_SIDE_NONE);
-		goto put;
-	}
-	if (st->len > (st->mem_only ? TEE_RW_STEP : st->tp->size))
-		st->len = st->mem_only ? TEE_RW_STEP : st->tp->size;
-	if (t->src && st->len > t->src->size)
-		st->len = t->src->size;
-	for (size_t i = 0; i < t->n; i++)
-		took[i] = ps_tee_live(&t->sink[i]);
-	st->side = PSPLICE_SIDE_IN;
-	err = ps__tee_serve(st);
-	if (err < 0)
-		fail_step(st, -err, st->side);
-put:
-	if (st->tp)
-		ps__pipe_put(st->tp, !ps__pipe_empty(st->tp));
-	finish(st, took);
-}
-
-/* A sink that is out says so in every step; SIGPIPE put back as it was. A
- * step may have raised it when a sink failed or stopped short (into a
- * socket, splice returns what it moved with the signal already sent). */
-static void report_sinks(struct psplice_tee *t, struct psplice_result *res,
-			 struct ps_sigguard *g)
-{
-	bool raised = false;
-	size_t i;
-
-	for (i = 0; i < t->n; i++)
-		if (t->sink[i].error && !res[i].error) {
-			res[i].error = t->sink[i].error;
-			res[i].side = PSPLICE_SIDE_OUT;
-		}
-	for (i = 0; i < t->n; i++)
-		if (res[i].error || (ps_is_socket(t->sink[i].ep.kind) &&
-				     ps__held(&t->sink[i].hold)))
-			raised = true;
-	ps__sigpipe_end(g, &t->sig, raised);
-}
-
-static void tee_step(struct psplice_tee *t, size_t len, unsigned int flags, bool retry,
-		     struct psplice_result *res, struct psplice_result *last)
-{
-	struct step st = { .t = t, .flags = t->flags | flags, .retry = retry,
-			   .fd = t->in.fd, .last = last, .side = PSPLICE_SIDE_IN };
-	bool took[PSPLICE_TEE_MAX] = { false };
-	const struct sink *out;
-	struct ps_sigguard g;
-
-	for (size_t i = 0; i < t->n; i++) {
-		res[i] = (struct psplice_result){ 0 };
-		t->sink[i].res = &res[i];
-	}
-	ps__sigpipe_block(&g, t->sig.guard);
-	st.len = len;
-	if (!pending_first(&st))
-		goto out;
-	if ((out = first_out(t))) {
-		fail_step(&st, out->error, PSPLICE_SIDE_OUT);
-		goto out;
-	}
-	/* A step asked for no byte delivers what is pending and takes
-	 * nothing: a 0 from the input then would not be its end. */
-	if (!t->ended && st.len)
-		serve_step(&st, took);
-out:
-	report_sinks(t, res, &g);
-}
-
-/* ---- the public calls ---- */
 
 static int classify_all(struct psplice_tee *t, int fd_in, const int *fds_out)
 {
@@ -223,10 +38,8 @@ static int classify_all(struct psplice_tee *t, int fd_in, const int *fds_out)
 
 static void tee_release(struct psplice_tee *t)
 {
-	for (size_t i = 0; i < t->n; i++) {
+	for (size_t i = 0; i < t->n; i++)
 		ps__hold_release(&t->sink[i].hold);
-		pthread_mutex_destroy(&t->sink[i].hold.lock);
-	}
 	ps__tee_put_src(t->src);
 	pthread_mutex_destroy(&t->lock);
 	free(t->step_res);
@@ -256,8 +69,6 @@ struct psplice_tee *psplice_tee_new(int fd_in, const int *fds_out, size_t n,
 	t->hold_max = hold_max;
 	t->flags = flags;
 	pthread_mutex_init(&t->lock, NULL);
-	for (size_t i = 0; i < n; i++)
-		pthread_mutex_init(&t->sink[i].hold.lock, NULL);
 	if (classify_all(t, fd_in, fds_out) < 0) {
 		int err = errno;
 
@@ -289,7 +100,7 @@ ssize_t psplice_tee_move(struct psplice_tee *t, size_t len, unsigned int flags,
 
 	if (!tee_enter(t, flags))
 		return -1;
-	tee_step(t, len, flags, false, res ? res : t->step_res, &last);
+	ps__tee_step(t, len, flags, false, res ? res : t->step_res, &last);
 	pthread_mutex_unlock(&t->lock);
 	if (ps__copy_return(&last, NULL) < 0)
 		return -1;
@@ -320,7 +131,7 @@ static void tee_copy(struct psplice_tee *t, uint64_t len, unsigned int flags,
 	memset(total, 0, t->n * sizeof(*total));
 	while (len == PSPLICE_TO_EOF || taken < len) {
 		r = (struct psplice_result){ 0 };
-		tee_step(t, len - taken > SIZE_MAX ? SIZE_MAX : (size_t)(len - taken), flags,
+		ps__tee_step(t, len - taken > SIZE_MAX ? SIZE_MAX : (size_t)(len - taken), flags,
 			 true, t->step_res, &r);
 		add_step(total, t->step_res, t->n);
 		taken += r.in_bytes;

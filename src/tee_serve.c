@@ -1,9 +1,15 @@
-/* Fan-out, one step's serving (see tee.c): tee(2) the step's bytes into
- * the thread's pipe for each sink in turn, move the pages themselves to the
- * last, and give the sinks splice refuses (or that hold bytes from before)
- * their share from one copy in memory. Every kernel call goes through a
- * path of the dispatch table (the tee path, the splice path), the pipe
- * pool, or the accounting's reads, writes and waits: none is made here. */
+/* Fan-out: one input to n sinks. tee(2) duplicates the pages of a pipe into
+ * another without consuming them: each step gets the input's bytes into a
+ * pipe (the input itself when it is one, else an internal pipe it is
+ * spliced into), tees them into the thread's pipe for each sink in turn and
+ * splices them out of it, and moves the pages themselves to the last sink.
+ * A sink that cannot take its share now keeps it pending in its struct
+ * ps_hold (the pipe it went through, kept from the pool's budget, or
+ * memory), as a pair does; a sink splice refuses, or one with bytes pending
+ * before the step's, gets the step's bytes from one copy in memory.
+ * The step itself (ps__tee_step, at the end) delivers each sink's pending
+ * bytes first, sizes the step within hold_max, serves it, and ends the
+ * input only once every sink has had every byte. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -15,7 +21,35 @@
 #include "path.h"
 #include "pipepool.h"
 #include "psplice.h"
+#include "sigpipe.h"
 #include "tee.h"
+
+#define NO_SHARE SIZE_MAX
+/* A step's most without a pipe to size it by. */
+#define TEE_RW_STEP ((size_t)256 << 10)
+
+/* One step's state. */
+struct step {
+	struct psplice_tee *t;
+	unsigned int flags;    /* planning and per-call flags */
+	bool retry;            /* a copy: retry EINTR */
+	int fd;                /* the pipe that holds the step's bytes */
+	size_t len;            /* the most to take */
+	size_t k;              /* taken */
+	bool known;            /* k is known: the bytes are in fd (or buf) */
+	size_t consumed;       /* of them, moved out of fd already */
+	bool need_buf;         /* some sink gets its share from memory */
+	bool mem_only;         /* every sink does: the input is read(2) */
+	int side;              /* of the step's error: who would block */
+	unsigned char *buf;    /* the step's bytes, once read */
+	struct ps_pipe *tp;    /* the thread's pipe, lent for a sink's tee */
+	struct psplice_result *last;
+};
+
+static bool live(const struct sink *s)
+{
+	return !s->error;
+}
 
 static struct ps_xfer sink_x(const struct step *st, struct sink *s, size_t len)
 {
@@ -91,7 +125,7 @@ static bool wait_out(const struct step *st, struct sink *s)
 }
 
 /* Deliver what sink s holds: all of it, or until it would block or fails. */
-void ps__tee_deliver(const struct step *st, struct sink *s)
+static void deliver(const struct step *st, struct sink *s)
 {
 	struct ps_xfer x;
 	size_t held;
@@ -125,7 +159,7 @@ static void serve_memory(const struct step *st, struct sink *s,
 	/* Without NONBLOCK the move returns once every sink has its share:
 	 * an O_NONBLOCK sink that had no room is waited for. */
 	if (s->res->error == EAGAIN && wait_out(st, s))
-		ps__tee_deliver(st, s);
+		deliver(st, s);
 	settle(s);
 }
 
@@ -164,7 +198,7 @@ static void serve_pipe(struct step *st, struct sink *s, size_t n)
 		st->tp = NULL;
 		s->hold.pipe = kp;
 		s->hold.in_pipe = n;
-		ps__tee_deliver(st, s);
+		deliver(st, s);
 		return;
 	}
 	b = ps__buf(&size);
@@ -183,7 +217,7 @@ static void serve_pipe(struct step *st, struct sink *s, size_t n)
 		settle(s);
 		return;
 	}
-	ps__tee_deliver(st, s);
+	deliver(st, s);
 }
 
 /* Tee the step's bytes to sink s through the thread's pipe. The first tee
@@ -301,7 +335,7 @@ static int serve_move(struct step *st, struct sink *s)
 /* The internal pipe, from the pool: the thread's, kept within the budget
  * (or past it, when nothing may go through memory). Without one the step
  * reads the input into memory. */
-struct ps_pipe *ps__tee_get_src(bool always)
+static struct ps_pipe *get_src(bool always)
 {
 	struct ps_pipe *p, *k;
 
@@ -391,7 +425,7 @@ static size_t plan_sinks(struct step *st, struct sink **mover)
 		s = &t->sink[i];
 		s->from = NO_SHARE;
 		s->tee = false;
-		if (!ps_tee_live(s))
+		if (!live(s))
 			continue;
 		if (st->mem_only || s->nosplice || ps__held(&s->hold)) {
 			s->from = 0;
@@ -405,7 +439,7 @@ static size_t plan_sinks(struct step *st, struct sink **mover)
 	return n_tee;
 }
 
-int ps__tee_serve(struct step *st)
+static int serve(struct step *st)
 {
 	struct psplice_tee *t = st->t;
 	struct sink *s, *mover;
@@ -449,8 +483,185 @@ int ps__tee_serve(struct step *st)
 		return err;
 	for (i = 0; i < t->n; i++) {
 		s = &t->sink[i];
-		if (ps_tee_live(s) && s->from < st->k)
+		if (live(s) && s->from < st->k)
 			serve_memory(st, s, st->buf + s->from, st->k - s->from);
 	}
 	return 0;
+}
+
+/* ---- the step ---- */
+
+static void fail_step(struct step *st, int err, int side)
+{
+	if (!st->last->error) {
+		st->last->error = err;
+		st->last->side = side;
+	}
+}
+
+/* Pending bytes first. A sink still holding some afterwards holds the
+ * input back: at once without NONBLOCK (the wait was interrupted), else
+ * once it holds hold_max; below that the step takes at most the room
+ * left. false: the step takes nothing. */
+static bool pending_first(struct step *st)
+{
+	struct psplice_tee *t = st->t;
+	size_t i, held, most = 0;
+	struct sink *s;
+
+	for (i = 0; i < t->n; i++) {
+		s = &t->sink[i];
+		if (live(s) && ps__held(&s->hold))
+			deliver(st, s);
+		if (live(s) && (held = ps__held(&s->hold)) > most)
+			most = held;
+	}
+	if (!most)
+		return true;
+	for (i = 0; i < t->n; i++) {
+		s = &t->sink[i];
+		held = ps__held(&s->hold);
+		if (!live(s) || !held)
+			continue;
+		if (!(st->flags & PSPLICE_F_NONBLOCK) && s->res->error) {
+			fail_step(st, s->res->error, PSPLICE_SIDE_OUT);
+		} else if (held >= t->hold_max) {
+			if (!s->res->error) {
+				s->res->error = EAGAIN;
+				s->res->side = PSPLICE_SIDE_OUT;
+			}
+			fail_step(st, EAGAIN, PSPLICE_SIDE_OUT);
+		}
+	}
+	if (st->last->error)
+		return false;
+	if (t->ended) {
+		fail_step(st, EAGAIN, PSPLICE_SIDE_OUT);
+		return false;
+	}
+	if (st->len > t->hold_max - most)
+		st->len = t->hold_max - most;
+	return true;
+}
+
+static const struct sink *first_out(const struct psplice_tee *t)
+{
+	for (size_t i = 0; i < t->n; i++)
+		if (live(&t->sink[i]))
+			return NULL;
+	for (size_t i = 0; i < t->n; i++)
+		if (t->sink[i].error)
+			return &t->sink[i];
+	return NULL;
+}
+
+static void finish(struct step *st, bool *took)
+{
+	struct psplice_tee *t = st->t;
+	uint64_t least = UINT64_MAX;
+
+	for (size_t i = 0; i < t->n; i++) {
+		struct sink *s = &t->sink[i];
+
+		if (took[i])
+			s->res->in_bytes += st->k;
+		if (took[i] && s->res->out_bytes < least)
+			least = s->res->out_bytes;
+	}
+	/* A lone sink that failed before the step took a byte: not the end. */
+	if (!st->known && !st->last->error && first_out(t))
+		fail_step(st, first_out(t)->error, PSPLICE_SIDE_OUT);
+	st->last->in_bytes = st->k;
+	st->last->out_bytes = least == UINT64_MAX ? 0 : least;
+	if (!st->known || st->k || st->last->error)
+		return;
+	/* The end of input, but only once every sink has had every byte. */
+	t->ended = true;
+	for (size_t i = 0; i < t->n; i++)
+		if (live(&t->sink[i]) && ps__held(&t->sink[i].hold))
+			fail_step(st, EAGAIN, PSPLICE_SIDE_OUT);
+}
+
+/* The step's bytes to every live sink: the internal pipe the input is
+ * spliced into and the thread's pipe first, then the step's size, then the
+ * serving (tee_serve.c). */
+static void serve_step(struct step *st, bool *took)
+{
+	struct psplice_tee *t = st->t;
+	int err;
+
+	/* The internal pipe first: the thread's pipe is lent after it. */
+	if (!t->rw && t->in.kind != PS_K_PIPE && !t->src)
+		t->src = get_src(t->flags & PSPLICE_F_NOFALLBACK);
+	if (!t->rw && ps__pipe_get(&st->tp) < 0)
+		st->tp = NULL;
+	st->mem_only = t->rw || !st->tp || (t->in.kind != PS_K_PIPE && !t->src);
+	if (st->mem_only && (t->flags & PSPLICE_F_NOFALLBACK)) {
+		fail_step(st, t->rw ? EOPNOTSUPP : ENFILE, PSPLICE_SIDE_NONE);
+		goto put;
+	}
+	if (st->len > (st->mem_only ? TEE_RW_STEP : st->tp->size))
+		st->len = st->mem_only ? TEE_RW_STEP : st->tp->size;
+	if (t->src && st->len > t->src->size)
+		st->len = t->src->size;
+	for (size_t i = 0; i < t->n; i++)
+		took[i] = live(&t->sink[i]);
+	st->side = PSPLICE_SIDE_IN;
+	err = serve(st);
+	if (err < 0)
+		fail_step(st, -err, st->side);
+put:
+	if (st->tp)
+		ps__pipe_put(st->tp, !ps__pipe_empty(st->tp));
+	finish(st, took);
+}
+
+/* A sink that is out says so in every step; SIGPIPE put back as it was. A
+ * step may have raised it when a sink failed or stopped short (into a
+ * socket, splice returns what it moved with the signal already sent). */
+static void report_sinks(struct psplice_tee *t, struct psplice_result *res,
+			 struct ps_sigguard *g)
+{
+	bool raised = false;
+	size_t i;
+
+	for (i = 0; i < t->n; i++)
+		if (t->sink[i].error && !res[i].error) {
+			res[i].error = t->sink[i].error;
+			res[i].side = PSPLICE_SIDE_OUT;
+		}
+	for (i = 0; i < t->n; i++)
+		if (res[i].error || (ps_is_socket(t->sink[i].ep.kind) &&
+				     ps__held(&t->sink[i].hold)))
+			raised = true;
+	ps__sigpipe_end(g, &t->sig, raised);
+}
+
+void ps__tee_step(struct psplice_tee *t, size_t len, unsigned int flags, bool retry,
+		     struct psplice_result *res, struct psplice_result *last)
+{
+	struct step st = { .t = t, .flags = t->flags | flags, .retry = retry,
+			   .fd = t->in.fd, .last = last, .side = PSPLICE_SIDE_IN };
+	bool took[PSPLICE_TEE_MAX] = { false };
+	const struct sink *out;
+	struct ps_sigguard g;
+
+	for (size_t i = 0; i < t->n; i++) {
+		res[i] = (struct psplice_result){ 0 };
+		t->sink[i].res = &res[i];
+	}
+	ps__sigpipe_block(&g, t->sig.guard);
+	st.len = len;
+	if (!pending_first(&st))
+		goto out;
+	if ((out = first_out(t))) {
+		fail_step(&st, out->error, PSPLICE_SIDE_OUT);
+		goto out;
+	}
+	/* A step asked for no byte delivers what is pending and takes
+	 * nothing: a 0 from the input then would not be its end. */
+	if (!t->ended && st.len)
+		serve_step(&st, took);
+out:
+	report_sinks(t, res, &g);
 }
