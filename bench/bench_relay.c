@@ -76,6 +76,9 @@ static const struct fwd proxy_set[] = {
  * CPU where the relay's defaults gave 1.12x). */
 #define SOCKOPT_QUICK 4
 
+/* Loopback: the forwarder and both iperf3 ends on 127.0.0.1, no namespace. */
+static const struct relay_net lo = { .front = "127.0.0.1", .back = "127.0.0.1" };
+
 /* The rate limit's item: iperf3 through a relay at --rate=RATE_ASKED
  * MiB/s, well below what loopback carries, against the unlimited relay,
  * whose CPU per GiB is the one to keep. RATE_SECS long: the burst (a
@@ -423,7 +426,6 @@ static void rate_targets(const char *item, const char *why)
 static void rate_item(const struct bench_opts *o, const char *item)
 {
 	static const char *const bases[] = { V_PSPLICE, NULL };
-	static const struct relay_net lo = { .front = "127.0.0.1", .back = "127.0.0.1" };
 	struct bench_opts longer = *o;
 
 	if (!o->quick)
@@ -468,7 +470,6 @@ static void relay_pair(const struct bench_opts *o, const struct relay_net *veth,
 		       const char *vethwhy, int streams)
 {
 	static const char *const bases[] = { V_HAPROXY, V_DIRECT, NULL };
-	static const struct relay_net lo = { .front = "127.0.0.1", .back = "127.0.0.1" };
 	char item[64], vitem[64], what[32], vwhat[48];
 
 	snprintf(what, sizeof(what), "%d stream%s", streams, streams > 1 ? "s" : "");
@@ -490,7 +491,6 @@ static void relay_pair(const struct bench_opts *o, const struct relay_net *veth,
 void bench_relay(const struct bench_opts *o)
 {
 	static const char *const sockopt_bases[] = { V_READWRITE, NULL };
-	static const struct relay_net lo = { .front = "127.0.0.1", .back = "127.0.0.1" };
 	struct bench_netns ns;
 	struct relay_net veth = { .front = NULL };
 	char vethwhy[100] = "";
@@ -531,7 +531,6 @@ void bench_relay(const struct bench_opts *o)
 void bench_relay_proxy(const struct bench_opts *o)
 {
 	static const char *const bases[] = { V_CHAIN, NULL };
-	static const struct relay_net lo = { .front = "127.0.0.1", .back = "127.0.0.1" };
 	static const int streams[] = { 1, 8 };
 	char item[64], name[96];
 	int i, k;
