@@ -166,7 +166,7 @@ void psplice_pair_free(struct psplice_pair *p);
  * taken for sink i, out_bytes those delivered, error and side its failure,
  * method the path. A sink that fails (EPIPE, ENOSPC, ...) is out: later
  * moves skip it, its result says the error again, and the other sinks go
- * on. A sink that takes less than it was given keeps the rest pending (in
+ * on; what it took and did not deliver stays pending. A sink that takes less than it was given keeps the rest pending (in
  * the pipe it went through, or in memory) and gets them first on the next
  * move; with PSPLICE_F_NONBLOCK, sinks that are pipes or O_NONBLOCK fds
  * may so fall behind the others by up to hold_max bytes (plus one step),

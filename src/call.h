@@ -59,9 +59,6 @@ PS_HIDDEN void ps__plan_make(struct ps_plan *p, const struct ps_endpoint *in,
 			     const struct ps_endpoint *out, unsigned int flags);
 PS_HIDDEN void ps__plan_step(struct ps_xfer *x, const struct ps_plan *p,
 			     struct ps_plan_pos *pos);
-/* One path of the dispatch table by its method, outside any plan: fan-out's
- * steps between its pipes and its sinks. */
-PS_HIDDEN ssize_t ps__path_run(struct ps_xfer *x, int method);
 
 /* call.c: the checks, the pair's classification, a step and a copy on a
  * classified pair, and the result published. */

@@ -3,6 +3,7 @@
  * before it reads more; they stay in the pipe the move used (no copy), or in
  * memory when the pair may not keep a pipe. The pair's lock is held. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,7 +12,6 @@
 #include "path.h"
 #include "pipepool.h"
 #include "psplice.h"
-#include "sys.h"
 
 size_t ps__held(const struct ps_hold *h)
 {
@@ -54,21 +54,11 @@ bool ps__hold_pipe(struct ps_xfer *x, struct ps_pipe *p, size_t n)
 	return true;
 }
 
-/* Read n bytes out of the kept pipe (it holds at least that many, and its
- * read end never waits). */
+/* Read n bytes out of the kept pipe, which holds at least that many. */
 static size_t pipe_read(struct ps_hold *h, unsigned char *buf, size_t n)
 {
-	size_t got = 0;
-	ssize_t r;
+	size_t got = ps__pipe_read(h->pipe->r, buf, n);
 
-	while (got < n) {
-		r = ps_read(h->pipe->r, buf + got, n - got);
-		if (r == -EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		got += (size_t)r;
-	}
 	h->in_pipe -= got;
 	return got;
 }
@@ -107,20 +97,23 @@ static int pipe_to_memory(struct ps_hold *h)
 	return got == n ? 0 : -EIO;
 }
 
+/* The kept pipe to the output by the splice path (a pipe on one side), up
+ * to x->len bytes: delivered, not taken (they were, by the move that held
+ * them). An output splice refuses keeps them pending, in memory for
+ * write(2); any failure is the output's. */
 static void from_pipe(struct ps_xfer *x, struct ps_hold *h)
 {
-	int64_t oo = x->off_out ? *x->off_out : 0;
-	size_t n = h->in_pipe < x->len ? h->in_pipe : x->len, moved = 0;
+	struct ps_endpoint in = ps_pipe_end(h->pipe->r, O_RDONLY | O_NONBLOCK);
+	struct psplice_result r = { 0 };
+	struct ps_xfer px = { .in = &in, .out = x->out, .off_out = x->off_out,
+			      .len = h->in_pipe < x->len ? h->in_pipe : x->len,
+			      .flags = x->flags, .retry_eintr = x->retry_eintr, .res = &r };
 	ssize_t m;
 	int err;
 
-	while (moved < n) {
-		m = ps_splice(h->pipe->r, NULL, x->out->fd, x->off_out ? &oo : NULL,
-			      n - moved, ps__splice_flags(x));
-		if (m == -EINTR && x->retry_eintr)
-			continue;
-		if (m < 0 && moved == 0 && ps__splice_refused(m)) {
-			/* Kept pending, for the caller to take. */
+	while (px.len) {
+		m = ps__path_run(&px, PSPLICE_METHOD_SPLICE);
+		if (ps_is_not_here(m) && !r.out_bytes) {
 			if (x->flags & PSPLICE_F_NOFALLBACK) {
 				ps__fail(x, EOPNOTSUPP, PSPLICE_SIDE_OUT);
 				return;
@@ -131,16 +124,17 @@ static void from_pipe(struct ps_xfer *x, struct ps_hold *h)
 			return;
 		}
 		if (m <= 0) {
-			ps__fail(x, m ? (int)-m : EIO, PSPLICE_SIDE_OUT);
+			/* The path's error, a refusal after bytes went out,
+			 * or a 0 from a pipe that holds more. */
+			err = ps_is_not_here(m) ? ps_why_not_here(m) : EIO;
+			ps__fail(x, r.error ? r.error : err > 0 ? err : EIO, PSPLICE_SIDE_OUT);
 			break;
 		}
-		moved += (size_t)m;
+		px.len -= (size_t)m;
 		h->in_pipe -= (size_t)m;
 		x->res->out_bytes += (uint64_t)m;
 		x->res->method = PSPLICE_METHOD_SPLICE_PIPE;
 	}
-	if (x->off_out)
-		*x->off_out = oo;
 	if (!h->in_pipe)
 		pipe_done(h);
 }

@@ -51,6 +51,10 @@ PS_HIDDEN ssize_t ps__path_readwrite(struct ps_xfer *x);
  * PSPLICE_F_ONLY cannot name it (it is no public method). */
 #define PS_PATH_TEE (PSPLICE_METHOD_READWRITE + 1)
 PS_HIDDEN ssize_t ps__path_tee(struct ps_xfer *x);
+/* One path of the dispatch table (planner.c) by its method, outside any
+ * plan: a kept pipe's bytes to the output, fan-out's input step and its
+ * tees. */
+PS_HIDDEN ssize_t ps__path_run(struct ps_xfer *x, int method);
 /* splice(2) refused the pair before a byte moved (path_splice.c): the
  * internal pipe, a pair's and a tee's pending bytes fall back on it too. */
 PS_HIDDEN bool ps__splice_refused(ssize_t r);

@@ -17,20 +17,8 @@
 static unsigned char *drain(struct ps_pipe *p, size_t n)
 {
 	unsigned char *buf = ps__park_buf(n);
-	size_t got = 0;
-	ssize_t r;
 
-	if (!buf)
-		return NULL;
-	while (got < n) {
-		r = ps_read(p->r, buf + got, n - got);
-		if (r == -EINTR)
-			continue;
-		if (r <= 0)
-			return NULL;
-		got += (size_t)r;
-	}
-	return buf;
+	return buf && ps__pipe_read(p->r, buf, n) == n ? buf : NULL;
 }
 
 /* The output takes no splices (EINVAL on the first one): move what the pipe

@@ -331,6 +331,24 @@ bool ps__pipe_empty(const struct ps_pipe *p)
 	return ioctl(p->r, FIONREAD, &q) == 0 && q == 0;
 }
 
+/* Read n bytes that a pipe holds (so no read waits, whatever its flags):
+ * how many it gave, fewer only if it held fewer or failed. */
+size_t ps__pipe_read(int fd, unsigned char *buf, size_t n)
+{
+	size_t got = 0;
+	ssize_t r;
+
+	while (got < n) {
+		r = ps_read(fd, buf + got, n - got);
+		if (r == -EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		got += (size_t)r;
+	}
+	return got;
+}
+
 /* A kept pipe that may still hold bytes is closed, never reused. */
 void ps__pipe_close(struct ps_pipe *p)
 {

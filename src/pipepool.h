@@ -8,9 +8,19 @@
 
 #include <stdbool.h>
 
+#include <fcntl.h>
+
 #include "compiler.h"
+#include "endpoint-t.h"
 #include "pipepool-t.h"
 #include "psplice.h"
+
+/* An end of one of the pool's pipes, as the paths take an fd (fl: O_RDONLY
+ * | O_NONBLOCK for the read end, which never waits; O_WRONLY). */
+static inline struct ps_endpoint ps_pipe_end(int fd, int fl)
+{
+	return (struct ps_endpoint){ .fd = fd, .kind = PS_K_PIPE, .fl = fl };
+}
 
 PS_HIDDEN size_t ps__pipe_grow(int fd, size_t want);
 PS_HIDDEN int ps__pipe_get(struct ps_pipe **p);
@@ -20,6 +30,7 @@ PS_HIDDEN void ps__pipe_back(struct ps_pipe *p);
 PS_HIDDEN void ps__pipe_close(struct ps_pipe *p);
 PS_HIDDEN bool ps__pipe_forked(const struct ps_pipe *p);
 PS_HIDDEN bool ps__pipe_empty(const struct ps_pipe *p);
+PS_HIDDEN size_t ps__pipe_read(int fd, unsigned char *buf, size_t n);
 PS_HIDDEN unsigned char *ps__buf(size_t *size);
 PS_HIDDEN unsigned char *ps__park_buf(size_t need);
 PS_HIDDEN struct psplice_result *ps__last(void);

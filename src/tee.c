@@ -3,18 +3,22 @@
  * copies as steps (tee_serve.c) under its one lock, a sink's pending bytes
  * counted and taken, and the tee freed. */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "endpoint.h"
 #include "hold.h"
+#include "pipepool.h"
 #include "psplice.h"
 #include "sigpipe.h"
 #include "tee.h"
 
 static int classify_all(struct psplice_tee *t, int fd_in, const int *fds_out)
 {
+	/* Each sink's plan is a pair's from a pipe: the step's. */
+	struct ps_endpoint pipe = ps_pipe_end(-1, O_RDONLY | O_NONBLOCK);
 	bool raises = false;
 	struct sink *s;
 
@@ -30,6 +34,7 @@ static int classify_all(struct psplice_tee *t, int fd_in, const int *fds_out)
 			return ps__reject(EBADF, PSPLICE_SIDE_OUT);
 		/* splice(2) refuses an O_APPEND output before a byte moves. */
 		s->nosplice = s->ep.kind != PS_K_PIPE && ps__append(&s->ep);
+		ps__plan_make(&s->plan, &pipe, &s->ep, t->flags);
 		raises |= ps__raises_sigpipe(&s->ep);
 	}
 	ps__sigpipe_policy(&t->sig, raises, t->flags);

@@ -21,8 +21,10 @@
 struct sink {
 	struct ps_endpoint ep;
 	struct ps_hold hold;         /* pending: in its pipe, then in memory */
+	struct ps_plan plan;         /* from a pipe to it, as a pair's */
 	int error;                   /* what put it out, or 0 */
-	bool nosplice;               /* splice(2) refuses it: write(2) */
+	bool nosplice;               /* splice(2) refuses it: write(2) from
+	                                memory, no tee */
 	bool tee;                    /* this step: served by tee or move */
 	size_t from;                 /* this step: its share in memory starts
 	                                there, or NO_SHARE */

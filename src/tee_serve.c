@@ -3,10 +3,12 @@
  * pipe (the input itself when it is one, else an internal pipe it is
  * spliced into), tees them into the thread's pipe for each sink in turn and
  * splices them out of it, and moves the pages themselves to the last sink.
- * A sink that cannot take its share now keeps it pending in its struct
- * ps_hold (the pipe it went through, kept from the pool's budget, or
- * memory), as a pair does; a sink splice refuses, or one with bytes pending
- * before the step's, gets the step's bytes from one copy in memory.
+ * Each sink is the output of a pair whose input is a pipe: its bytes go
+ * out by the planner's step on its own plan (planner.c), the pending ones
+ * first, as a pair's do. What it cannot take now stays pending in its
+ * struct ps_hold (the pipe it went through, kept from the pool's budget, or
+ * memory); a sink splice refuses, or one with bytes pending before the
+ * step's, gets the step's bytes from one copy in memory.
  * The step itself (ps__tee_step, at the end) delivers each sink's pending
  * bytes first, sizes the step within hold_max, serves it, and ends the
  * input only once every sink has had every byte. */
@@ -64,20 +66,13 @@ static struct ps_xfer input_x(const struct step *st)
 				 .flags = st->flags, .res = st->last };
 }
 
-/* An end of one of the pool's pipes (its read end O_NONBLOCK), as the
- * paths take an fd. */
-static struct ps_endpoint pipe_end(int fd, int fl)
-{
-	return (struct ps_endpoint){ .fd = fd, .kind = PS_K_PIPE, .fl = fl };
-}
-
 /* The pipe that holds the step's bytes: the caller's input, or the
  * internal pipe it was spliced into. */
 static const struct ps_endpoint *step_in(const struct step *st, struct ps_endpoint *tmp)
 {
 	if (st->fd == st->t->in.fd)
 		return &st->t->in;
-	*tmp = pipe_end(st->fd, O_RDONLY | O_NONBLOCK);
+	*tmp = ps_pipe_end(st->fd, O_RDONLY | O_NONBLOCK);
 	return tmp;
 }
 
@@ -124,16 +119,47 @@ static bool wait_out(const struct step *st, struct sink *s)
 	return true;
 }
 
+/* Sink s as the output of a pair whose input is the pipe `in`: one step
+ * of its plan, its pending bytes first, into r (r->in_bytes: what the step
+ * took from in). A splice that is not for it makes it a sink served by
+ * write(2) from then on. */
+static void sink_step(const struct step *st, struct sink *s, const struct ps_endpoint *in,
+		      size_t len, struct psplice_result *r)
+{
+	struct ps_xfer x = { .in = in, .out = &s->ep, .len = len, .flags = st->flags,
+			     .retry_eintr = st->retry, .res = r, .hold = &s->hold };
+	struct ps_plan_pos pos = { .at = 0 };
+
+	*r = (struct psplice_result){ 0 };
+	ps__plan_step(&x, &s->plan, &pos);
+	if (pos.at)
+		s->nosplice = true;
+}
+
+/* What a step of sink s delivered, and its failure, which is the sink's
+ * whatever side the path saw (its input is the tee's own pipe): what the
+ * sink took is the step's to count. */
+static void sink_add(struct sink *s, const struct psplice_result *r)
+{
+	s->res->out_bytes += r->out_bytes;
+	if (r->out_bytes)
+		s->res->method = r->method;
+	if (r->error && !s->res->error) {
+		s->res->error = r->error;
+		s->res->side = PSPLICE_SIDE_OUT;
+	}
+}
+
 /* Deliver what sink s holds: all of it, or until it would block or fails. */
 static void deliver(const struct step *st, struct sink *s)
 {
-	struct ps_xfer x;
+	struct psplice_result r;
 	size_t held;
 
 	while ((held = ps__held(&s->hold)) && !s->res->error) {
-		x = sink_x(st, s, held);
-		ps__deliver_held(&x);
-		if (s->res->error == EAGAIN && wait_out(st, s))
+		sink_step(st, s, &st->t->in, held, &r);
+		sink_add(s, &r);
+		if (r.error == EAGAIN && wait_out(st, s))
 			continue;
 		if (ps__held(&s->hold) == held && !s->res->error)
 			break;
@@ -142,14 +168,16 @@ static void deliver(const struct step *st, struct sink *s)
 }
 
 /* n bytes of sink s's share, in memory: written now when nothing is
- * pending before them, the rest held. */
+ * pending before them (by the write the read/write path makes), the rest
+ * held. A sink that failed in this step keeps its share pending: nothing
+ * taken is dropped. */
 static void serve_memory(const struct step *st, struct sink *s,
 			 const unsigned char *b, size_t n)
 {
 	struct ps_xfer x = sink_x(st, s, n);
 	size_t done = 0;
 
-	if (!ps__held(&s->hold) && !s->res->error) {
+	if (live(s) && !ps__held(&s->hold) && !s->res->error) {
 		done = ps__write_all(&x, b, n);
 		if (done)
 			s->res->method = PSPLICE_METHOD_READWRITE;
@@ -158,28 +186,11 @@ static void serve_memory(const struct step *st, struct sink *s,
 		ps__fail(&x, ENOMEM, PSPLICE_SIDE_NONE);
 	/* Without NONBLOCK the move returns once every sink has its share:
 	 * an O_NONBLOCK sink that had no room is waited for. */
-	if (s->res->error == EAGAIN && wait_out(st, s))
-		deliver(st, s);
-	settle(s);
-}
-
-/* Read exactly n bytes out of a pipe that holds them. */
-static int read_pipe(const struct ps_endpoint *ep, unsigned char *b, size_t n)
-{
-	struct psplice_result r = { 0 };
-	struct ps_xfer x = { .in = ep, .res = &r };
-	size_t got = 0;
-	ssize_t k;
-
-	while (got < n) {
-		k = ps__read_once(&x, b + got, n - got);
-		if (k == -EINTR)
-			continue;
-		if (k <= 0)
-			return k ? (int)k : -EIO;
-		got += (size_t)k;
+	if (s->res->error == EAGAIN && !wait_out(st, s)) {
+		settle(s);
+		return;
 	}
-	return 0;
+	deliver(st, s);
 }
 
 /* The thread's pipe holds n bytes for sink s: the sink keeps it (within
@@ -188,7 +199,6 @@ static int read_pipe(const struct ps_endpoint *ep, unsigned char *b, size_t n)
 static void serve_pipe(struct step *st, struct sink *s, size_t n)
 {
 	struct ps_pipe *kp = ps__pipe_keep(st->tp, st->flags & PSPLICE_F_NOFALLBACK);
-	struct ps_endpoint tp_r = pipe_end(st->tp->r, O_RDONLY | O_NONBLOCK);
 	struct ps_xfer x = sink_x(st, s, n);
 	size_t size, got, c;
 	unsigned char *b;
@@ -206,7 +216,7 @@ static void serve_pipe(struct step *st, struct sink *s, size_t n)
 		err = -ENOMEM;
 	for (got = 0; got < n && !err; got += c) {
 		c = size < n - got ? size : n - got;
-		err = read_pipe(&tp_r, b, c);
+		err = ps__pipe_read(st->tp->r, b, c) == c ? 0 : -EIO;
 		if (!err)
 			err = ps__hold_bytes(&s->hold, b, c);
 	}
@@ -234,7 +244,7 @@ static int serve_tee(struct step *st, struct sink *s)
 	if (!st->tp && (err = ps__pipe_get(&st->tp)) < 0)
 		return err;
 	/* Once the step's size is known the bytes are there: never wait. */
-	out = pipe_end(st->tp->w, O_WRONLY);
+	out = ps_pipe_end(st->tp->w, O_WRONLY);
 	x = (struct ps_xfer){ .in = step_in(st, &in), .out = &out,
 			      .len = st->known ? st->k : st->len,
 			      .flags = st->known ? PSPLICE_F_NONBLOCK :
@@ -262,73 +272,85 @@ static int serve_tee(struct step *st, struct sink *s)
 	return 0;
 }
 
-/* What the last sink did not take of the step's bytes: pending in the
- * internal pipe, which becomes its own, or its share from memory. */
-static void leave_rest(struct step *st, struct sink *s, size_t moved)
+/* What the last sink did not take of the step's bytes, taken for it all
+ * the same (a sink that failed keeps them too): pending in the internal
+ * pipe, which becomes its own, or its share from memory, after any bytes
+ * its step already holds there. */
+static void leave_rest(struct step *st, struct sink *s, size_t taken)
 {
-	st->consumed = moved;
-	if (!st->known || moved == st->k)
+	st->consumed = taken;
+	if (!st->known || taken == st->k)
 		return;
-	if (st->t->src && !s->nosplice && !s->error) {
+	if (st->t->src && !s->nosplice && !ps__held(&s->hold)) {
 		s->hold.pipe = st->t->src;
-		s->hold.in_pipe = st->k - moved;
+		s->hold.in_pipe = st->k - taken;
 		st->t->src = NULL;
 		st->consumed = st->k;
 		return;
 	}
-	s->from = moved;
+	s->from = taken;
 	st->need_buf = true;
 }
 
-/* The last sink takes the pages themselves, out of the step's pipe. What
- * it does not take is its pending: the internal pipe becomes its own (the
- * tee gets another), or out of the caller's pipe it is read into memory.
- * When the step's size is not known yet (one sink), the first splice
- * takes what the input has. */
+/* Before the step's size is known (one sink, an input pipe), its first
+ * step says it: what it took. An error before it took a byte is the
+ * step's when the input caused it or it would block (returned, -errno);
+ * else the sink failed alone, and the step's size stays unknown. */
+static int first_move(struct step *st, struct sink *s, const struct psplice_result *r)
+{
+	if (r->error && !r->in_bytes) {
+		if (r->side == PSPLICE_SIDE_IN || r->error == EAGAIN || r->error == EINTR) {
+			st->side = r->side;
+			if (st->side == PSPLICE_SIDE_OUT)
+				sink_add(s, r);
+			return -r->error;
+		}
+		sink_add(s, r);
+		return 1;
+	}
+	st->k = (size_t)r->in_bytes;
+	st->known = true;
+	return 0;
+}
+
+/* The last sink takes the pages themselves, out of the step's pipe, by
+ * the steps of its plan (a splice, or read/write when splice is not for
+ * it). What it does not take is its pending: the internal pipe becomes
+ * its own, or out of the caller's pipe it is read into memory. When the
+ * step's size is not known yet (one sink), the first step takes what the
+ * input has. */
 static int serve_move(struct step *st, struct sink *s)
 {
-	struct ps_xfer x = sink_x(st, s, st->len), sx;
-	size_t moved = 0, want = st->known ? st->k : st->len;
-	struct ps_endpoint in;
-	ssize_t m;
-	int side;
+	size_t taken = 0, want = st->known ? st->k : st->len;
+	struct psplice_result r;
+	struct ps_endpoint tmp;
+	const struct ps_endpoint *in = step_in(st, &tmp);
+	int err;
 
-	while (moved < want) {
-		sx = (struct ps_xfer){ .in = step_in(st, &in), .out = &s->ep,
-				       .len = want - moved, .flags = st->flags,
-				       .retry_eintr = st->retry };
-		m = run_path(&sx, PSPLICE_METHOD_SPLICE, &side);
-		if (m == -EAGAIN && st->known && wait_out(st, s))
-			continue;
+	while (taken < want) {
+		sink_step(st, s, in, want - taken, &r);
 		if (!st->known) {
-			if (m == -EAGAIN || m == -EINTR) {
-				st->side = side;
-				if (st->side == PSPLICE_SIDE_OUT)
-					ps__fail(&x, (int)-m, PSPLICE_SIDE_OUT);
-				return (int)m;
-			}
-			if (m >= 0) {
-				st->k = want = (size_t)m;
-				st->known = true;
-			}
-			if (!m)
-				return 0;
+			if ((err = first_move(st, s, &r)) < 0)
+				return err;
+			if (err || !(want = st->k))
+				break;
 		}
-		if (m < 0 && !moved && ps__splice_refused(m)) {
-			s->nosplice = true;
+		taken += (size_t)r.in_bytes;
+		sink_add(s, &r);
+		/* Out of the internal pipe, the pages went through it. */
+		if (r.out_bytes && r.method == PSPLICE_METHOD_SPLICE && st->t->src)
+			s->res->method = PSPLICE_METHOD_SPLICE_PIPE;
+		if (r.error == EAGAIN && wait_out(st, s))
+			continue;
+		if (r.error || (!r.in_bytes && !r.out_bytes))
 			break;
-		}
-		if (m <= 0) {
-			ps__fail(&x, m ? (int)-m : EIO, PSPLICE_SIDE_OUT);
-			break;
-		}
-		moved += (size_t)m;
-		s->res->out_bytes += (uint64_t)m;
-		s->res->method = st->t->src ? PSPLICE_METHOD_SPLICE_PIPE :
-					      PSPLICE_METHOD_SPLICE;
 	}
 	settle(s);
-	leave_rest(st, s, moved);
+	leave_rest(st, s, taken);
+	/* What its read/write step held back goes out before a blocking move
+	 * returns. */
+	if (!(st->flags & PSPLICE_F_NONBLOCK) && ps__held(&s->hold))
+		deliver(st, s);
 	return 0;
 }
 
@@ -361,7 +383,7 @@ void ps__tee_put_src(struct ps_pipe *p)
  * (a tty, a procfs file) is read(2) from then on. */
 static int fill_src(struct step *st)
 {
-	struct ps_endpoint out = pipe_end(st->t->src->w, O_WRONLY);
+	struct ps_endpoint out = ps_pipe_end(st->t->src->w, O_WRONLY);
 	struct ps_xfer x = { .in = &st->t->in, .out = &out, .len = st->len,
 			     .flags = st->flags & PSPLICE_F_NONBLOCK,
 			     .retry_eintr = st->retry };
@@ -399,8 +421,8 @@ static int fill_buf(struct step *st)
 	if (!st->buf)
 		return -ENOMEM;
 	if (st->known)
-		return read_pipe(step_in(st, &in), st->buf + st->consumed,
-				 st->k - st->consumed);
+		return ps__pipe_read(step_in(st, &in)->fd, st->buf + st->consumed,
+				     st->k - st->consumed) == st->k - st->consumed ? 0 : -EIO;
 	do
 		r = ps__read_once(&x, st->buf, st->len);
 	while (r == -EINTR && st->retry);
@@ -458,15 +480,9 @@ static int serve(struct step *st)
 			st->tp = NULL;
 		}
 	} else if (!st->known && !st->need_buf && n_tee == 1) {
-		/* One sink and an input pipe: splice straight through; one
-		 * that takes no splice is written from memory after all. */
-		err = serve_move(st, mover);
-		if (err < 0 || !mover->nosplice)
-			return err;
-		mover->from = 0;
-		st->need_buf = true;
-		n_tee = 0;
-		mover = NULL;
+		/* One sink and an input pipe: a pair's step straight
+		 * through. */
+		return serve_move(st, mover);
 	}
 	for (i = 0; i < t->n && n_tee; i++) {
 		s = &t->sink[i];
@@ -483,7 +499,7 @@ static int serve(struct step *st)
 		return err;
 	for (i = 0; i < t->n; i++) {
 		s = &t->sink[i];
-		if (live(s) && s->from < st->k)
+		if (s->from < st->k)
 			serve_memory(st, s, st->buf + s->from, st->k - s->from);
 	}
 	return 0;

@@ -432,6 +432,45 @@ static void lone_sink_gone(void)
 	close(out[1]);
 }
 
+/* A sink that fails in a step keeps the share it was given pending,
+ * whether it was to take the pages themselves (the last sink) or a tee of
+ * them, and when another sink is served from memory (O_APPEND): nothing
+ * taken is dropped. */
+static void failed_keeps(void)
+{
+	struct psplice_result res[3];
+	struct psplice_tee *t;
+	int in[2], gone[2], out[3];
+	unsigned char buf[8192];
+
+	for (int k = 0; k < 4; k++) {
+		size_t f = k % 2 ? 2 : 0;
+
+		t_pipe(in);
+		t_pipe(gone);
+		close(gone[0]);
+		t_fill_fd(in[1], 4096, SEED);
+		for (size_t i = 0; i < 3; i++)
+			out[i] = i == f ? gone[1] : open("/dev/null", O_WRONLY | O_CLOEXEC);
+		if (k >= 2) {
+			close(out[1]);
+			out[1] = create(t_path("app"), O_APPEND);
+		}
+		t = psplice_tee_new(in[0], out, 3, 0, 0);
+		T_ASSERT(t);
+		T_EQ(psplice_tee_move(t, MiB, 0, res), 4096);
+		T_RESULT(res[f], EPIPE, PSPLICE_SIDE_OUT, 4096, 0);
+		T_EQ_U(psplice_tee_pending(t, f), 4096);
+		T_EQ_U(psplice_tee_take(t, f, buf, sizeof(buf)), 4096);
+		T_ASSERT(t_check_buf(buf, 4096, SEED, 0));
+		T_EQ_U(psplice_tee_pending(t, f), 0);
+		psplice_tee_free(t);
+		for (int i = 0; i < 3; i++)
+			close(out[i]);
+		t_close_pair(in);
+	}
+}
+
 static void bad_input(void)
 {
 	int out[2] = { 1, -1 }, p[2], ro;
@@ -475,6 +514,7 @@ int main(int argc, char **argv)
 	T_ASSERT(t_tmpfs_dir());
 	bad_input();
 	lone_sink_gone();
+	failed_keeps();
 	for (int k = IN_FILE; k <= IN_UNIX; k++)
 		for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
 			every_sink(k, sizes[i]);
