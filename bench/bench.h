@@ -108,6 +108,9 @@ bool bench_damon_pageout(void);
 
 /* Sort n figures, smallest first. */
 void bench_sort(double *v, int n);
+/* The median of n > 0 figures (of an even count, the mean of the middle
+ * two); sorts v. */
+double bench_median(double *v, int n);
 
 /* The machine's Dirty + Writeback (/proc/meminfo), in bytes. */
 double bench_meminfo_dirty(void);

@@ -206,6 +206,12 @@ void bench_sort(double *v, int n)
 	qsort(v, (size_t)n, sizeof(*v), cmp_double);
 }
 
+double bench_median(double *v, int n)
+{
+	bench_sort(v, n);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 double bench_now(void)
 {
 	return (double)cli_now_ns() / 1e9;

@@ -66,6 +66,21 @@ assert "splice_pipe" in picks["tcp -> tcp"], picks
 ET.parse(sys.argv[2])
 PY
 
+# tee: a goal is the median of the ratios of rounds in which psplice tee
+# and GNU tee ran back to back, with the smallest and the largest, not one
+# best run of each (GNU tee's CPU per GiB alone moves the ratio by 0.05).
+"$bin" bench --quick --only tee --dir "$t" > "$t/tee" 2> "$t/tee.err" ||
+	fail "tee: exit $? ($(tail -3 "$t/tee.err"))"
+for goal in speed "CPU per GiB"; do
+	line=$(grep "psplice tee vs tee, 4 files, $goal " "$t/tee") ||
+		fail "tee: no $goal target: $(cat "$t/tee")"
+	case $line in
+	*"not measured: "*) echo "t_cli_bench: SKIP tee $goal: $line" ;;
+	*" median of 3 rounds' "*"(min "*", max "*) ;;
+	*) fail "tee $goal: not a median of rounds: $line" ;;
+	esac
+done
+
 out=$("$bin" bench --only nosuch 2>&1); rc=$?
 [ $rc -eq 1 ] || fail "--only nosuch: exit $rc"
 case $out in *"unknown group 'nosuch'"*) ;; *) fail "--only nosuch: '$out'" ;; esac
