@@ -166,14 +166,17 @@ void psplice_pair_free(struct psplice_pair *p);
  * taken for sink i, out_bytes those delivered, error and side its failure,
  * method the path. A sink that fails (EPIPE, ENOSPC, ...) is out: later
  * moves skip it, its result says the error again, and the other sinks go
- * on; what it took and did not deliver stays pending. A sink that takes less than it was given keeps the rest pending (in
- * the pipe it went through, or in memory) and gets them first on the next
- * move; with PSPLICE_F_NONBLOCK, sinks that are pipes or O_NONBLOCK fds
- * may so fall behind the others by up to hold_max bytes (plus one step),
- * after which the tee reads nothing more and says EAGAIN, side out, in the
- * result of each sink holding it back. Nothing taken is dropped: pending
- * bytes go out, or are handed back by psplice_tee_take(). Without NONBLOCK
- * a move delivers everything to every sink still in before it returns. */
+ * on; what it took and did not deliver stays pending. A sink that takes
+ * less than it was given keeps the rest pending (in the pipe it went
+ * through, or in memory) and gets them first on the next move; with
+ * PSPLICE_F_NONBLOCK, sinks with no room (a blocking socket, tty or device
+ * is polled first, as a pair's output is; ready means some room, so a large
+ * write into one may still wait) may so fall behind the others by up to
+ * hold_max bytes (plus one step), after which the tee reads nothing more
+ * and says EAGAIN, side out, in the result of each sink holding it back.
+ * Nothing taken is dropped: pending bytes go out, or are handed back by
+ * psplice_tee_take(). Without NONBLOCK a move delivers everything to every
+ * sink still in before it returns. */
 struct psplice_tee;
 
 /* The most sinks one tee takes. */
