@@ -207,7 +207,7 @@ static void report(const struct variant *x, const char *name, double gib, bool g
 		   const struct ratios *q)
 {
 	double wall[ROUNDS_GOAL], cpu[ROUNDS_GOAL], w;
-	char note[160], rounds[96] = "";
+	char note[256], rounds[96] = "";
 
 	if (x->status && !x->runs) {
 		bench_skip("tee", name, x->name, "exit status %d", x->status);
