@@ -75,32 +75,43 @@ static void pipe_done(struct ps_hold *h)
 	h->in_pipe = 0;
 }
 
-/* The output takes no splices after all: move what the pipe holds into
- * memory and let write(2) deliver it. */
+/* The output takes no splices after all: what the pipe holds goes to
+ * memory, in front of what memory holds already (a tee's sink can hold
+ * both: the pipe's are the older), for write(2) to deliver. */
 static int pipe_to_memory(struct ps_hold *h)
 {
-	unsigned char *b;
-	size_t n = h->in_pipe, got;
+	size_t n = h->in_pipe, mem = h->len - h->off, got;
+	unsigned char *b = malloc(n + mem);
 
-	if (h->off == h->len)
-		h->off = h->len = 0;
-	if (h->len + n > h->cap) {
-		b = realloc(h->buf, h->len + n);
-		if (!b)
-			return -ENOMEM;
-		h->buf = b;
-		h->cap = h->len + n;
-	}
-	got = pipe_read(h, h->buf + h->len, n);
-	h->len += got;
+	if (!b)
+		return -ENOMEM;
+	got = pipe_read(h, b, n);
+	memcpy(b + got, h->buf + h->off, mem);
+	free(h->buf);
+	h->buf = b;
+	h->off = 0;
+	h->len = got + mem;
+	h->cap = n + mem;
 	pipe_done(h);
 	return got == n ? 0 : -EIO;
 }
 
+/* Why the splice path stopped delivering a kept pipe: its error, a
+ * refusal after bytes went out (EINVAL), or EIO for a 0 from a pipe that
+ * holds more. */
+static int delivery_error(const struct psplice_result *r, ssize_t m)
+{
+	if (r->error)
+		return r->error;
+	if (ps_is_not_here(m) && ps_why_not_here(m) > 0)
+		return ps_why_not_here(m);
+	return EIO;
+}
+
 /* The kept pipe to the output by the splice path (a pipe on one side), up
  * to x->len bytes: delivered, not taken (they were, by the move that held
- * them). An output splice refuses keeps them pending, in memory for
- * write(2); any failure is the output's. */
+ * them). When splice refuses the output, they stay pending, moved to
+ * memory for write(2); any failure is the output's. */
 static void from_pipe(struct ps_xfer *x, struct ps_hold *h)
 {
 	struct ps_endpoint in = ps_pipe_end(h->pipe->r, O_RDONLY | O_NONBLOCK);
@@ -124,10 +135,7 @@ static void from_pipe(struct ps_xfer *x, struct ps_hold *h)
 			return;
 		}
 		if (m <= 0) {
-			/* The path's error, a refusal after bytes went out,
-			 * or a 0 from a pipe that holds more. */
-			err = ps_is_not_here(m) ? ps_why_not_here(m) : EIO;
-			ps__fail(x, r.error ? r.error : err > 0 ? err : EIO, PSPLICE_SIDE_OUT);
+			ps__fail(x, delivery_error(&r, m), PSPLICE_SIDE_OUT);
 			break;
 		}
 		px.len -= (size_t)m;

@@ -272,10 +272,35 @@ static int serve_tee(struct step *st, struct sink *s)
 	return 0;
 }
 
+/* Out of the caller's pipe, the last sink's rest moves on into the
+ * thread's pipe, which serve_pipe makes its pending bytes: the pages, not
+ * a copy into memory that a NOFALLBACK tee could not write(2). The bytes
+ * are there: nothing waits. Returns how many moved. */
+static size_t rest_to_pipe(struct step *st, struct sink *s, size_t rest)
+{
+	struct ps_endpoint in, out;
+	struct ps_xfer x;
+	ssize_t r;
+	int side;
+
+	if (!st->tp && ps__pipe_get(&st->tp) < 0) {
+		st->tp = NULL;
+		return 0;
+	}
+	out = ps_pipe_end(st->tp->w, O_WRONLY);
+	x = (struct ps_xfer){ .in = step_in(st, &in), .out = &out, .len = rest,
+			      .flags = PSPLICE_F_NONBLOCK, .retry_eintr = true };
+	r = run_path(&x, PSPLICE_METHOD_SPLICE, &side);
+	if (r <= 0)
+		return 0;
+	serve_pipe(st, s, (size_t)r);
+	return (size_t)r;
+}
+
 /* What the last sink did not take of the step's bytes, taken for it all
  * the same (a sink that failed keeps them too): pending in the internal
- * pipe, which becomes its own, or its share from memory, after any bytes
- * its step already holds there. */
+ * pipe, which becomes its own, or in a pipe of the pool, or its share from
+ * memory, after any bytes its step already holds there. */
 static void leave_rest(struct step *st, struct sink *s, size_t taken)
 {
 	st->consumed = taken;
@@ -288,6 +313,10 @@ static void leave_rest(struct step *st, struct sink *s, size_t taken)
 		st->consumed = st->k;
 		return;
 	}
+	if (!st->t->src && !s->nosplice && !ps__held(&s->hold))
+		st->consumed = taken += rest_to_pipe(st, s, st->k - taken);
+	if (taken == st->k)
+		return;
 	s->from = taken;
 	st->need_buf = true;
 }
@@ -295,7 +324,8 @@ static void leave_rest(struct step *st, struct sink *s, size_t taken)
 /* Before the step's size is known (one sink, an input pipe), its first
  * step says it: what it took. An error before it took a byte is the
  * step's when the input caused it or it would block (returned, -errno);
- * else the sink failed alone, and the step's size stays unknown. */
+ * else the sink failed alone (EPIPE, or ENOMEM or EOPNOTSUPP with no side
+ * from the planner), and the step's size stays unknown. */
 static int first_move(struct step *st, struct sink *s, const struct psplice_result *r)
 {
 	if (r->error && !r->in_bytes) {
@@ -329,6 +359,11 @@ static int serve_move(struct step *st, struct sink *s)
 
 	while (taken < want) {
 		sink_step(st, s, in, want - taken, &r);
+		/* A blocking move waits for a sink that has no room, the
+		 * step's size known or not. */
+		if (!st->known && !r.in_bytes && r.error == EAGAIN &&
+		    r.side == PSPLICE_SIDE_OUT && wait_out(st, s))
+			continue;
 		if (!st->known) {
 			if ((err = first_move(st, s, &r)) < 0)
 				return err;

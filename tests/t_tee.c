@@ -471,6 +471,98 @@ static void failed_keeps(void)
 	}
 }
 
+/* With PSPLICE_F_NOFALLBACK a last sink that falls behind is not put out:
+ * out of an input pipe, the rest it did not take waits in a pipe of its
+ * own, not in memory that only write(2) could deliver. */
+static void nofallback_slow_last(void)
+{
+	struct psplice_result res[2];
+	struct psplice_tee *t;
+	int in[2], p[2], out[2];
+	size_t pend;
+	pid_t pid;
+
+	t_pipe(in);
+	t_pipe(p);
+	T_OK(fcntl(p[1], F_SETPIPE_SZ, 4096));
+	t_set_nonblock(p[1], true);
+	out[0] = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	out[1] = p[1];
+	t_fill_fd(in[1], 65536, SEED);
+	close(in[1]);
+	t = psplice_tee_new(in[0], out, 2, MiB, PSPLICE_F_NOFALLBACK);
+	T_ASSERT(t);
+	T_EQ(psplice_tee_move(t, MiB, PSPLICE_F_NONBLOCK, res), 65536);
+	pend = psplice_tee_pending(t, 1);
+	T_ASSERT(pend > 0);
+	pid = t_fork_closing(p[1], 30);
+	if (!pid) {
+		char extra;
+
+		_exit(t_check_fd(p[0], -1, 65536, SEED, 0) && read(p[0], &extra, 1) == 0 ? 0 : 1);
+	}
+	close(p[0]);
+	T_OK(psplice_tee_copy(t, PSPLICE_TO_EOF, 0, res));
+	T_RESULT(res[1], 0, PSPLICE_SIDE_NONE, 0, pend);
+	psplice_tee_free(t);
+	close(p[1]);
+	T_ASSERT(t_wait(pid));
+	close(out[0]);
+	close(in[0]);
+}
+
+/* A sink holding bytes in a kept pipe and newer ones in memory whose
+ * splice(2) is then refused: a pty whose master closed answers splice with
+ * EINVAL and write(2) with EIO (Linux 6.18). The sink is out, and its
+ * pending bytes, taken back, are in stream order: the pipe's first. */
+static void hangup_keeps_order(void)
+{
+	static unsigned char buf[2 * 65536];
+	static const char zero[4096];
+	struct psplice_result res[2];
+	struct psplice_tee *t;
+	int in[2], m, sl, out[2];
+	size_t added = 0;
+	ssize_t w;
+
+	t_pty(&m, &sl);
+	/* Full to the last byte, and so it stays: a tty polls writable while
+	 * it has room, and a pty makes room as the kernel moves bytes on to
+	 * the master's side, a little after the write. */
+	t_set_nonblock(sl, true);
+	for (int round = 0; round < 100 && (round < 2 || added); round++) {
+		added = 0;
+		for (size_t k = sizeof(zero); k; k /= 2)
+			while ((w = write(sl, zero, k)) > 0)
+				added += (size_t)w;
+		T_EQ(errno, EAGAIN);
+		usleep(20000);
+	}
+	T_EQ_U(added, 0);
+	t_set_nonblock(sl, false);
+	t_pipe(in);
+	out[0] = sl;
+	out[1] = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	t = psplice_tee_new(in[0], out, 2, MiB, 0);
+	T_ASSERT(t);
+	t_fill_fd(in[1], 65536, SEED);
+	T_EQ(psplice_tee_move(t, MiB, PSPLICE_F_NONBLOCK, res), 65536);
+	t_gen(SEED, 65536, buf, 65536);
+	T_EQ(write(in[1], buf, 65536), 65536);
+	T_EQ(psplice_tee_move(t, MiB, PSPLICE_F_NONBLOCK, res), 65536);
+	T_EQ_U(psplice_tee_pending(t, 0), 2 * 65536);
+	close(m);
+	close(in[1]);
+	T_EQ(psplice_tee_move(t, MiB, 0, res), 0);
+	T_EQ(res[0].error, EIO);
+	T_EQ_U(psplice_tee_take(t, 0, buf, sizeof(buf)), sizeof(buf));
+	T_ASSERT(t_check_buf(buf, sizeof(buf), SEED, 0));
+	psplice_tee_free(t);
+	close(sl);
+	close(out[1]);
+	close(in[0]);
+}
+
 static void bad_input(void)
 {
 	int out[2] = { 1, -1 }, p[2], ro;
@@ -515,6 +607,8 @@ int main(int argc, char **argv)
 	bad_input();
 	lone_sink_gone();
 	failed_keeps();
+	nofallback_slow_last();
+	hangup_keeps_order();
 	for (int k = IN_FILE; k <= IN_UNIX; k++)
 		for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
 			every_sink(k, sizes[i]);

@@ -3,7 +3,9 @@
  * through memory (no pipe may be kept: PSPLICE_MAX_PIPES=0): the move
  * waits for it rather than leave bytes pending. From a file into an
  * O_NONBLOCK pipe read by a child and a file. Found by the differential
- * fuzzer's model of fan-out (tests/fuzz/fz_tee.c). */
+ * fuzzer's model of fan-out (tests/fuzz/fz_tee.c). And a lone sink, a full
+ * O_NONBLOCK pipe, fed from an input pipe by splice straight through: the
+ * move waits for its reader rather than say EAGAIN. */
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -27,6 +29,42 @@ static pid_t drain(int p[2])
 	if (!t_check_fd(p[0], -1, SIZE, SEED, 0))
 		_exit(1);
 	_exit(read(p[0], &extra, 1) == 0 ? 0 : 2);
+}
+
+/* One sink, full, O_NONBLOCK; a child reads the filler, then the stream. */
+static void lone_full_sink(void)
+{
+	static const char zero[4096];
+	int in[2], p[2];
+	size_t filler = 0;
+	struct psplice_tee *t;
+	char b[4096];
+	ssize_t w;
+	pid_t pid;
+
+	t_pipe(in);
+	t_pipe(p);
+	T_OK(fcntl(p[1], F_SETFL, O_NONBLOCK));
+	while ((w = write(p[1], zero, sizeof(zero))) > 0)
+		filler += (size_t)w;
+	t_fill_fd(in[1], 65536, SEED);
+	pid = t_fork_closing(p[1], 60);
+	if (!pid) {
+		usleep(200000);
+		for (; filler; filler -= (size_t)w)
+			if ((w = read(p[0], b, filler < sizeof(b) ? filler : sizeof(b))) <= 0)
+				_exit(2);
+		_exit(t_check_fd(p[0], -1, 65536, SEED, 0) ? 0 : 1);
+	}
+	close(p[0]);
+	t = psplice_tee_new(in[0], &p[1], 1, 0, 0);
+	T_ASSERT(t);
+	T_EQ(psplice_tee_move(t, SIZE, 0, NULL), 65536);
+	T_EQ(psplice_tee_pending(t, 0), 0);
+	psplice_tee_free(t);
+	T_ASSERT(t_wait(pid));
+	t_close_pair(in);
+	close(p[1]);
 }
 
 int main(int argc, char **argv)
@@ -61,6 +99,7 @@ int main(int argc, char **argv)
 	close(p[1]);
 	T_ASSERT(t_wait(pid));
 	T_ASSERT(t_check_fd(out[1], 0, SIZE, SEED, 0));
+	lone_full_sink();
 	printf("PASS: a blocking tee move waits for an O_NONBLOCK sink fed from memory\n");
 	return T_PASS;
 }
