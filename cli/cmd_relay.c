@@ -185,18 +185,28 @@ static void reloaded(struct relay *r, struct worker *w, struct reload *re)
 		handed_over(r, w, re->pid, SIGUSR2);
 }
 
-/* A stop signal while a reload is starting stops the new relay too: the
- * operator asked for none to serve, and it would otherwise go on alone
- * (on a unix socket whose file this one removes). */
+/* The relay a reload started and that has not said it serves is stopped
+ * with this one: it is this relay's child, not handed the service, and
+ * would otherwise go on alone. A stop signal stops it with a SIGTERM (the
+ * operator asked for none to serve, and this one removes a unix socket's
+ * file); a relay started with --replace that serves the listeners now
+ * (serving, its pid) is named to it as to this one, so that it leaves
+ * them to that relay. */
+static void stop_reload(struct reload *re, pid_t serving)
+{
+	if (re->fd < 0)
+		return;
+	cli_say("relay: stopping process %ld, which was starting to replace this one",
+		(long)re->pid);
+	if (serving ? replace_forward(re->pid, serving) : kill(re->pid, SIGTERM))
+		cli_error(errno, "relay: cannot stop process %ld", (long)re->pid);
+	close(re->fd);
+	re->fd = -1;
+}
+
 static void stop_all(struct relay *r, struct worker *w, struct reload *re, int signo)
 {
-	if (re->fd >= 0) {
-		cli_say("relay: stopping process %ld, which was starting to replace this one",
-			(long)re->pid);
-		kill(re->pid, SIGTERM);
-		close(re->fd);
-		re->fd = -1;
-	}
+	stop_reload(re, 0);
 	stop(r, w, signo);
 }
 
@@ -207,6 +217,22 @@ static bool from_replacer(const struct signalfd_siginfo *si)
 {
 	return (int)si->ssi_signo == HANDOVER_SIGNAL && si->ssi_code == SI_QUEUE &&
 	       si->ssi_int == HANDOVER_VALUE;
+}
+
+/* One signal the main thread took from the signalfd (supervise). */
+static void on_signal(struct relay *r, struct worker *w, struct reload *re,
+		      const struct signalfd_siginfo *si)
+{
+	if (si->ssi_signo == SIGUSR1) {
+		print_stats(r);
+	} else if (si->ssi_signo == SIGUSR2) {
+		reload(r, w, re);
+	} else if (from_replacer(si)) {
+		stop_reload(re, (pid_t)si->ssi_pid);
+		handed_over(r, w, (pid_t)si->ssi_pid, HANDOVER_SIGNAL);
+	} else {
+		stop_all(r, w, re, (int)si->ssi_signo);
+	}
 }
 
 /* Wait for the workers; SIGTERM, SIGINT and SIGHUP stop the relay (stop),
@@ -235,18 +261,13 @@ static void supervise(struct relay *r, struct worker *w, int sfd)
 			continue;
 		if ((p[1].revents & POLLIN) && read(r->done_fd, &v, sizeof(v)) == sizeof(v))
 			running -= (int)v;
-		if (p[2].revents)
+		/* The signal first: a stop or a takeover that came with the
+		 * new relay's "ready" stops that relay rather than hand it
+		 * the service. */
+		if ((p[0].revents & POLLIN) && read(sfd, &si, sizeof(si)) == sizeof(si))
+			on_signal(r, w, &re, &si);
+		if (p[2].revents && re.fd >= 0)
 			reloaded(r, w, &re);
-		if (!(p[0].revents & POLLIN) || read(sfd, &si, sizeof(si)) != sizeof(si))
-			continue;
-		if (si.ssi_signo == SIGUSR1)
-			print_stats(r);
-		else if (si.ssi_signo == SIGUSR2)
-			reload(r, w, &re);
-		else if (from_replacer(&si))
-			handed_over(r, w, (pid_t)si.ssi_pid, HANDOVER_SIGNAL);
-		else
-			stop_all(r, w, &re, (int)si.ssi_signo);
 	}
 	if (re.fd >= 0)
 		close(re.fd);

@@ -235,6 +235,7 @@ bool reload_ended(struct relay *r, pid_t pid, int fd);
 /* relay_replace.c */
 int replace_take(struct relay *r, struct worker *w);
 int replace_finish(struct relay *r);
+int replace_forward(pid_t child, pid_t serving);
 
 /* relay_worker.c */
 void note_error(struct note *n, int err);
