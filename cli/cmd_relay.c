@@ -67,10 +67,11 @@ static void print_stats(struct relay *r)
 
 /* Every connected socket of the process set to close with a reset: the
  * kernel would end each with a FIN when the process dies, and a stream cut
- * there must not look ended to its peer. The workers still run, so the fds
- * are found in /proc rather than in their lists; one closed and reused
- * under us is another of our sockets, cut all the same. A unix socket has
- * no reset: its peer reads an end. */
+ * there must not look ended to its peer. Only for workers that did not end
+ * in time (die_of): they may still run, so the fds are found in /proc
+ * rather than in their lists; one closed and reused under us is another of
+ * our sockets, cut all the same. A unix socket has no reset: its peer
+ * reads an end. */
 static void reset_all(void)
 {
 	struct linger now = { .l_onoff = 1, .l_linger = 0 };
@@ -90,13 +91,43 @@ static void reset_all(void)
 		closedir(d);
 }
 
+/* Each worker reads r->draining and r->cutting once woken (start_drain). */
+static void wake_workers(const struct relay *r, struct worker *w)
+{
+	uint64_t one = 1;
+	int i;
+
+	for (i = 0; i < r->jobs; i++)
+		if (write(w[i].wake.fd, &one, sizeof(one)) < 0)
+			cli_error(errno, "relay: eventfd");
+}
+
+/* Whether every worker ended within CUT_WAIT_MS. */
+static bool workers_ended(const struct relay *r, struct worker *w)
+{
+	struct timespec until;
+	int i;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += CUT_WAIT_MS / 1000;
+	for (i = 0; i < r->jobs; i++)
+		if (pthread_timedjoin_np(w[i].thread, NULL, &until))
+			return false;
+	return true;
+}
+
 /* A second stop signal: the connections are not waited for, and each
- * still open is reset. The relay ends as the signal's default action ends
- * a program, not with an exit status of its own: a shell that sees its
- * child killed by SIGINT stops the script it runs too, as it would for
- * any program interrupted by Ctrl-C (an exit status of 130 would let the
- * script go on). The kernel closes every socket. */
-static void die_of(struct relay *r, int signo)
+ * still open is reset. The workers do it (cutting), each connection's
+ * record saying so, and end: a connection that ends meanwhile ends as it
+ * would have, before the process goes, and is not reset by another thread
+ * as it closes, which would drop its unsent tail. A worker stuck past
+ * CUT_WAIT_MS (a log that does not drain) has the rest reset under it.
+ * The relay ends as the signal's default action ends a program, not with
+ * an exit status of its own: a shell that sees its child killed by SIGINT
+ * stops the script it runs too, as it would for any program interrupted
+ * by Ctrl-C (an exit status of 130 would let the script go on). The
+ * kernel closes every socket. */
+static void die_of(struct relay *r, struct worker *w, int signo)
 {
 	uint64_t open = atomic_load(&r->open);
 	sigset_t set;
@@ -104,7 +135,10 @@ static void die_of(struct relay *r, int signo)
 	if (open)
 		cli_say("relay: stopping now: %" PRIu64 " connection%s cut", open,
 			open == 1 ? "" : "s");
-	reset_all();
+	atomic_store(&r->cutting, true);
+	wake_workers(r, w);
+	if (!workers_ended(r, w))
+		reset_all();
 	signal(signo, SIG_DFL);
 	sigemptyset(&set);
 	sigaddset(&set, signo);
@@ -118,11 +152,10 @@ static void die_of(struct relay *r, int signo)
  * otherwise wait on a silent relay); the second stops at once. */
 static void stop(struct relay *r, struct worker *w, int signo)
 {
-	uint64_t open = atomic_load(&r->open), one = 1;
-	int i;
+	uint64_t open = atomic_load(&r->open);
 
 	if (atomic_load(&r->draining))
-		die_of(r, signo);
+		die_of(r, w, signo);
 	if (open)
 		cli_say("relay: draining %" PRIu64 " connection%s (again to stop now)", open,
 			open == 1 ? "" : "s");
@@ -132,9 +165,7 @@ static void stop(struct relay *r, struct worker *w, int signo)
 	if (r->listen.ss.ss_family == AF_UNIX && !atomic_load(&r->handed_over))
 		unlink(((struct sockaddr_un *)&r->listen.ss)->sun_path);
 	atomic_store(&r->draining, true);
-	for (i = 0; i < r->jobs; i++)
-		if (write(w[i].wake.fd, &one, sizeof(one)) < 0)
-			cli_error(errno, "relay: eventfd");
+	wake_workers(r, w);
 }
 
 /* A reload under way: the new process and the pipe it says "ready" on. */
@@ -185,18 +216,28 @@ static void reloaded(struct relay *r, struct worker *w, struct reload *re)
 		handed_over(r, w, re->pid, SIGUSR2);
 }
 
-/* A stop signal while a reload is starting stops the new relay too: the
- * operator asked for none to serve, and it would otherwise go on alone
- * (on a unix socket whose file this one removes). */
+/* The relay a reload started and that has not said it serves is stopped
+ * with this one: it is this relay's child, not handed the service, and
+ * would otherwise go on alone. A stop signal stops it with a SIGTERM (the
+ * operator asked for none to serve, and this one removes a unix socket's
+ * file); a relay started with --replace that serves the listeners now
+ * (serving, its pid) is named to it as to this one, so that it leaves
+ * them to that relay. */
+static void stop_reload(struct reload *re, pid_t serving)
+{
+	if (re->fd < 0)
+		return;
+	cli_say("relay: stopping process %ld, which was starting to replace this one",
+		(long)re->pid);
+	if (serving ? replace_forward(re->pid, serving) : kill(re->pid, SIGTERM))
+		cli_error(errno, "relay: cannot stop process %ld", (long)re->pid);
+	close(re->fd);
+	re->fd = -1;
+}
+
 static void stop_all(struct relay *r, struct worker *w, struct reload *re, int signo)
 {
-	if (re->fd >= 0) {
-		cli_say("relay: stopping process %ld, which was starting to replace this one",
-			(long)re->pid);
-		kill(re->pid, SIGTERM);
-		close(re->fd);
-		re->fd = -1;
-	}
+	stop_reload(re, 0);
 	stop(r, w, signo);
 }
 
@@ -207,6 +248,22 @@ static bool from_replacer(const struct signalfd_siginfo *si)
 {
 	return (int)si->ssi_signo == HANDOVER_SIGNAL && si->ssi_code == SI_QUEUE &&
 	       si->ssi_int == HANDOVER_VALUE;
+}
+
+/* One signal the main thread took from the signalfd (supervise). */
+static void on_signal(struct relay *r, struct worker *w, struct reload *re,
+		      const struct signalfd_siginfo *si)
+{
+	if (si->ssi_signo == SIGUSR1) {
+		print_stats(r);
+	} else if (si->ssi_signo == SIGUSR2) {
+		reload(r, w, re);
+	} else if (from_replacer(si)) {
+		stop_reload(re, (pid_t)si->ssi_pid);
+		handed_over(r, w, (pid_t)si->ssi_pid, HANDOVER_SIGNAL);
+	} else {
+		stop_all(r, w, re, (int)si->ssi_signo);
+	}
 }
 
 /* Wait for the workers; SIGTERM, SIGINT and SIGHUP stop the relay (stop),
@@ -235,18 +292,13 @@ static void supervise(struct relay *r, struct worker *w, int sfd)
 			continue;
 		if ((p[1].revents & POLLIN) && read(r->done_fd, &v, sizeof(v)) == sizeof(v))
 			running -= (int)v;
-		if (p[2].revents)
+		/* The signal first: a stop or a takeover that came with the
+		 * new relay's "ready" stops that relay rather than hand it
+		 * the service. */
+		if ((p[0].revents & POLLIN) && read(sfd, &si, sizeof(si)) == sizeof(si))
+			on_signal(r, w, &re, &si);
+		if (p[2].revents && re.fd >= 0)
 			reloaded(r, w, &re);
-		if (!(p[0].revents & POLLIN) || read(sfd, &si, sizeof(si)) != sizeof(si))
-			continue;
-		if (si.ssi_signo == SIGUSR1)
-			print_stats(r);
-		else if (si.ssi_signo == SIGUSR2)
-			reload(r, w, &re);
-		else if (from_replacer(&si))
-			handed_over(r, w, (pid_t)si.ssi_pid, HANDOVER_SIGNAL);
-		else
-			stop_all(r, w, &re, (int)si.ssi_signo);
 	}
 	if (re.fd >= 0)
 		close(re.fd);

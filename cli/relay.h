@@ -36,6 +36,7 @@
  * relay replaced would take the handover for a plain stop. */
 #define HANDOVER_SIGNAL (SIGRTMIN + 1)
 #define HANDOVER_VALUE 0x72706c63
+#define CUT_WAIT_MS 2000     /* a second stop signal waits this long for the workers */
 #define PACE_MS 20           /* a direction out of tokens waits for this much worth */
 #define RATE_MAX (1ull << 40) /* --rate and --rate-total: 1 TiB/s at most */
 
@@ -109,6 +110,7 @@ struct relay {
 	bool json;                       /* --log-format=json */
 	int log_fd;                      /* --log's file; standard error */
 	atomic_bool draining;
+	atomic_bool cutting;             /* a second stop signal: end every connection now */
 	atomic_uint_fast64_t open, total, ids, bytes[2];
 	atomic_int_fast64_t pending[2];  /* held by the pairs, per direction */
 	atomic_uint_fast64_t copied;     /* delivered through user memory */
@@ -155,7 +157,8 @@ enum end_how {
 	END_DRAIN,       /* --drain-timeout after a stop signal */
 	END_CONNECT,     /* TARGET could not be reached */
 	END_SETUP,       /* the pairs could not be prepared */
-	END_PROXY        /* --accept-proxy: no valid header in time */
+	END_PROXY,       /* --accept-proxy: no valid header in time */
+	END_STOP         /* a second stop signal */
 };
 
 enum end_side { SIDE_RELAY, SIDE_CLIENT, SIDE_TARGET };
@@ -235,6 +238,7 @@ bool reload_ended(struct relay *r, pid_t pid, int fd);
 /* relay_replace.c */
 int replace_take(struct relay *r, struct worker *w);
 int replace_finish(struct relay *r);
+int replace_forward(pid_t child, pid_t serving);
 
 /* relay_worker.c */
 void note_error(struct note *n, int err);

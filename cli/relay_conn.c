@@ -42,10 +42,11 @@ static void close_reset(int fd)
  * bytes it took: then both sides are reset, the receiver of the cut
  * stream so that it does not take what it got for the whole, the sender
  * so that it knows not all of it arrived. A peer's error cuts what the
- * other side sends or awaits; the drain timeout cuts connections still
- * moving (one idle at that moment may be between two bursts). An idle
- * timeout that drops nothing ends streams that were quiet for the whole
- * timeout, as a server's own idle close does: an end of stream (FIN). */
+ * other side sends or awaits; the drain timeout and a second stop signal
+ * cut connections still moving (one idle at that moment may be between
+ * two bursts). An idle timeout that drops nothing ends streams that were
+ * quiet for the whole timeout, as a server's own idle close does: an end
+ * of stream (FIN). */
 static bool cuts(const struct conn *c, const struct ending *e)
 {
 	if (c->connecting)
@@ -53,7 +54,8 @@ static bool cuts(const struct conn *c, const struct ending *e)
 	switch (e->how) {
 	case END_RST:
 	case END_ERROR:
-	case END_DRAIN: return true;
+	case END_DRAIN:
+	case END_STOP: return true;
 	case END_IDLE: return c->d[0].pending || c->d[1].pending;
 	default: return false;
 	}

@@ -110,7 +110,7 @@ static const char *const end_name[] = {
 	[END_FIN] = "fin", [END_RST] = "rst", [END_ERROR] = "error",
 	[END_IDLE] = "idle_timeout", [END_DRAIN] = "drain_timeout",
 	[END_CONNECT] = "connect_error", [END_SETUP] = "setup_error",
-	[END_PROXY] = "proxy_header",
+	[END_PROXY] = "proxy_header", [END_STOP] = "stop_signal",
 };
 static const char *const side_name[] = {
 	[SIDE_RELAY] = "relay", [SIDE_CLIENT] = "client", [SIDE_TARGET] = "target",
@@ -193,6 +193,7 @@ static const char *end_text(const struct ending *e)
 	case END_DRAIN: return "closed at drain timeout";
 	case END_SETUP: return "cannot relay";
 	case END_PROXY: return "dropped, no valid PROXY header";
+	case END_STOP: return "cut by a second stop signal";
 	default: return NULL;
 	}
 }

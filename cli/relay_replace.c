@@ -441,6 +441,17 @@ done:
 	return pidfd < 0 ? -1 : 0;
 }
 
+/* HANDOVER_SIGNAL with HANDOVER_VALUE, naming the relay that serves. */
+static void handover_info(siginfo_t *si, pid_t serving)
+{
+	memset(si, 0, sizeof(*si));
+	si->si_signo = HANDOVER_SIGNAL;
+	si->si_code = SI_QUEUE;
+	si->si_pid = serving;
+	si->si_uid = getuid();
+	si->si_value.sival_int = HANDOVER_VALUE;
+}
+
 /* This relay serves: the one it replaces stops accepting and drains. The
  * signal, HANDOVER_SIGNAL with HANDOVER_VALUE, carries this process's pid
  * for its message.
@@ -453,12 +464,7 @@ int replace_finish(struct relay *r)
 
 	if (r->replace_fd < 0)
 		return 0;
-	memset(&si, 0, sizeof(si));
-	si.si_signo = HANDOVER_SIGNAL;
-	si.si_code = SI_QUEUE;
-	si.si_pid = getpid();
-	si.si_uid = getuid();
-	si.si_value.sival_int = HANDOVER_VALUE;
+	handover_info(&si, getpid());
 	if (sys_pidfd_send_signal(r->replace_fd, HANDOVER_SIGNAL, &si) < 0)
 		err = errno;
 	close(r->replace_fd);
@@ -470,4 +476,20 @@ int replace_finish(struct relay *r)
 	else
 		cli_error(err, "relay: cannot tell process %ld to drain", pid);
 	return err && err != ESRCH ? -1 : 0;
+}
+
+/* The relay a reload of this one started, and which has not said it
+ * serves, is told what this one was told: the relay serving pid took the
+ * listeners. It drains and ends as this one does, the sockets left
+ * listening and a unix socket's file in place for that relay (a SIGTERM
+ * would have it remove the file). Not yet running the relay (between fork
+ * and exec, or starting), it is ended by the signal's default action. The
+ * child is not reaped yet, so its pid is still its own. -1 when it cannot
+ * be told. */
+int replace_forward(pid_t child, pid_t serving)
+{
+	siginfo_t si;
+
+	handover_info(&si, serving);
+	return (int)syscall(SYS_rt_sigqueueinfo, child, HANDOVER_SIGNAL, &si);
 }

@@ -288,15 +288,23 @@ static void close_listeners(struct worker *w)
 	}
 }
 
+/* A stop signal: stop accepting and drain until the drain timeout. The
+ * second one (cutting) brings the timeout to now: the worker ends every
+ * connection itself, each reset and recorded as cut, and only then
+ * finishes; the main thread waits for that before the process dies. */
 static void start_drain(struct worker *w)
 {
 	uint64_t v;
 
-	if (read(w->wake.fd, &v, sizeof(v)) < 0 || w->drain_end != NEVER)
+	if (read(w->wake.fd, &v, sizeof(v)) < 0)
 		return;
-	listener_on(w, false);
-	close_listeners(w);
-	w->drain_end = now_ms() + w->r->drain_ms;
+	if (w->drain_end == NEVER) {
+		listener_on(w, false);
+		close_listeners(w);
+		w->drain_end = now_ms() + w->r->drain_ms;
+	}
+	if (atomic_load(&w->r->cutting))
+		w->drain_end = now_ms();
 	if (w->drain_end < w->next_check)
 		w->next_check = w->drain_end;
 }
@@ -331,8 +339,8 @@ void *worker_main(void *arg)
 		now = now_ms();
 		if (w->drain_end != NEVER && now >= w->drain_end) {
 			while (w->head.next != &w->head)
-				conn_close(w, w->head.next,
-					   &(struct ending){ .how = END_DRAIN });
+				conn_close(w, w->head.next, &(struct ending){
+					.how = atomic_load(&w->r->cutting) ? END_STOP : END_DRAIN });
 			break;
 		}
 		if (now >= w->next_check)

@@ -248,4 +248,31 @@ wait $client || fail $LINENO "the held connection: $(cat hold.out)"
 is $LINENO rst "$(cat hold.out)"
 grep -q '^psplice: relay: stopping now: 1 connection cut$' int2.log ||
 	fail $LINENO "the second SIGINT did not say what it cut: $(cat int2.log)"
+# The connection's own line says how it ended: the worker cut it before
+# the relay went, rather than the relay dying under it.
+grep -q -E '^psplice: relay: #1 127\.0\.0\.1:[0-9]+ cut by a second stop signal: 5 bytes client->target, 5 bytes target->client; reset$' int2.log ||
+	fail $LINENO "no line for the connection cut: $(cat int2.log)"
+
+# The same in the JSON log: a record for the connection cut, its end the
+# stop signal, reset.
+relay_v term2.log -v --log-format=json --log=term2.json --drain-timeout 30 127.0.0.1:0 127.0.0.1:$eport
+timeout 60 python3 peer.py hold 127.0.0.1:$rport hold2.ready >hold2.out 2>&1 &
+client=$!
+wait_for hold2.ready . || fail $LINENO "the client did not connect: $(cat hold2.out)"
+kill -TERM $rpid
+wait_for term2.log "draining 1 connection" || fail $LINENO "no drain: $(cat term2.log)"
+kill -TERM $rpid
+gone $rpid 5 || fail $LINENO "a second SIGTERM did not stop the relay"
+clean_log $LINENO term2.log
+ended $LINENO $rpid 143
+wait $client || fail $LINENO "the held connection: $(cat hold2.out)"
+is $LINENO rst "$(cat hold2.out)"
+is $LINENO 1 "$(grep -c . term2.json)"
+python3 -c '
+import json, sys
+o = json.loads(open(sys.argv[1]).readline())
+want = dict(end="stop_signal", reset=True, bytes_to_target=5, bytes_to_client=5)
+got = {k: o.get(k) for k in want}
+sys.exit(0 if got == want else "want %s, got %s" % (want, got))' term2.json ||
+	fail $LINENO "the record: $(cat term2.json)"
 exit 0
