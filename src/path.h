@@ -56,7 +56,8 @@ PS_HIDDEN ssize_t ps__path_tee(struct ps_xfer *x);
  * tees. */
 PS_HIDDEN ssize_t ps__path_run(struct ps_xfer *x, int method);
 /* splice(2) refused the pair before a byte moved (path_splice.c): the
- * internal pipe, a pair's and a tee's pending bytes fall back on it too. */
+ * internal-pipe path, and fan-out's input step (a tee's input splice will
+ * not read is read(2) from then on), ask it too. */
 PS_HIDDEN bool ps__splice_refused(ssize_t r);
 
 /* A pair of filesystems a path cannot serve, whatever the files: the last

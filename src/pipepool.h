@@ -6,9 +6,8 @@
 #ifndef PS_PIPEPOOL_H
 #define PS_PIPEPOOL_H
 
-#include <stdbool.h>
-
 #include <fcntl.h>
+#include <stdbool.h>
 
 #include "compiler.h"
 #include "endpoint-t.h"

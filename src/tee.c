@@ -17,7 +17,8 @@
 
 static int classify_all(struct psplice_tee *t, int fd_in, const int *fds_out)
 {
-	/* Each sink's plan is a pair's from a pipe: the step's. */
+	/* Each sink's plan is a pair's from a pipe, the step's, which has no
+	 * fd yet: a plan is made from the endpoints' kinds alone. */
 	struct ps_endpoint pipe = ps_pipe_end(-1, O_RDONLY | O_NONBLOCK);
 	bool raises = false;
 	struct sink *s;

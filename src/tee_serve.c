@@ -121,7 +121,8 @@ static bool wait_out(const struct step *st, struct sink *s)
 
 /* Sink s as the output of a pair whose input is the pipe `in`: one step
  * of its plan, its pending bytes first, into r (r->in_bytes: what the step
- * took from in). A splice that is not for it makes it a sink served by
+ * took from in). The plan moves past its splice only when splice refused
+ * the sink (a pipe gives no 0 that is not its end): the sink is served by
  * write(2) from then on. */
 static void sink_step(const struct step *st, struct sink *s, const struct ps_endpoint *in,
 		      size_t len, struct psplice_result *r)
