@@ -242,8 +242,17 @@ static int serve_tee(struct step *st, struct sink *s)
 	int err, side;
 	ssize_t r;
 
-	if (!st->tp && (err = ps__pipe_get(&st->tp)) < 0)
-		return err;
+	/* No pipe for this sink (out of fds): once earlier sinks have their
+	 * share, the step's bytes are taken, and this sink gets its share
+	 * from memory; a later step must not tee them again. */
+	if (!st->tp && (err = ps__pipe_get(&st->tp)) < 0) {
+		st->tp = NULL;
+		if (!st->known)
+			return err;
+		s->from = 0;
+		st->need_buf = true;
+		return 0;
+	}
 	/* Once the step's size is known the bytes are there: never wait. */
 	out = ps_pipe_end(st->tp->w, O_WRONLY);
 	x = (struct ps_xfer){ .in = step_in(st, &in), .out = &out,

@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -563,6 +564,58 @@ static void hangup_keeps_order(void)
 	close(in[0]);
 }
 
+/* No fd left for a pipe between two sinks (RLIMIT_NOFILE), when the first
+ * keeps the one it was tee'd through: the second gets its share from
+ * memory, and the step's bytes are taken once, never tee'd again by the
+ * next step to the sinks that had them. */
+static void no_fd_between_sinks(void)
+{
+	struct psplice_result res[3];
+	struct psplice_tee *t;
+	int in[2], full[2], p[2], out[3], sv[2];
+	unsigned char buf[8192];
+	struct rlimit rl;
+	rlim_t was;
+
+	t_pipe(in);
+	t_pipe(full);
+	t_pipe(p);
+	t_set_nonblock(full[1], true);
+	t_fill_full(full[1], SEED);
+	out[0] = full[1];
+	out[1] = p[1];
+	out[2] = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	t = psplice_tee_new(in[0], out, 3, MiB, 0);
+	T_ASSERT(t);
+	/* The thread's pipe exists before the fds run out. */
+	t_unix_pair(sv);
+	T_EQ(write(sv[0], buf, 1), 1);
+	T_EQ(psplice(sv[1], NULL, out[2], NULL, 1, 0), 1);
+	t_fill_fd(in[1], 4096, SEED);
+	T_OK(getrlimit(RLIMIT_NOFILE, &rl));
+	was = rl.rlim_cur;
+	rl.rlim_cur = (rlim_t)sv[1] + 16;
+	T_OK(setrlimit(RLIMIT_NOFILE, &rl));
+	t_fill_fds();
+	T_EQ(psplice_tee_move(t, MiB, PSPLICE_F_NONBLOCK, res), 4096);
+	t_unfill_fds();
+	rl.rlim_cur = was;
+	T_OK(setrlimit(RLIMIT_NOFILE, &rl));
+	T_EQ_U(psplice_tee_pending(t, 0), 4096);
+	T_RESULT(res[1], 0, PSPLICE_SIDE_NONE, 4096, 4096);
+	T_EQ(t_queued(in[0]), 0);
+	T_ERRNO(psplice_tee_move(t, MiB, PSPLICE_F_NONBLOCK, res), EAGAIN);
+	T_EQ_U(psplice_tee_pending(t, 0), 4096);
+	T_EQ(t_queued(p[0]), 4096);
+	T_ASSERT(t_check_fd(p[0], -1, 4096, SEED, 0));
+	psplice_tee_free(t);
+	t_close_pair(in);
+	t_close_pair(full);
+	t_close_pair(p);
+	t_close_pair(sv);
+	close(out[2]);
+}
+
 static void bad_input(void)
 {
 	int out[2] = { 1, -1 }, p[2], ro;
@@ -604,6 +657,8 @@ int main(int argc, char **argv)
 
 	t_dir(argc, argv);
 	T_ASSERT(t_tmpfs_dir());
+	/* First: no other tee has left the pool an empty pipe to reuse. */
+	no_fd_between_sinks();
 	bad_input();
 	lone_sink_gone();
 	failed_keeps();
