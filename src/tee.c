@@ -113,6 +113,14 @@ ssize_t psplice_tee_move(struct psplice_tee *t, size_t len, unsigned int flags,
 	return (ssize_t)last.in_bytes;
 }
 
+static bool transient(int err)
+{
+	return err == EAGAIN || err == EINTR;
+}
+
+/* A step's results into the copy's. A sink's error in the totals is its
+ * first, but a failure for good outweighs an earlier EAGAIN or EINTR: the
+ * copy's own error is that one. */
 static void add_step(struct psplice_result *total, const struct psplice_result *r, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
@@ -120,7 +128,8 @@ static void add_step(struct psplice_result *total, const struct psplice_result *
 		total[i].out_bytes += r[i].out_bytes;
 		if (r[i].out_bytes)
 			total[i].method = r[i].method;
-		if (r[i].error && !total[i].error) {
+		if (r[i].error && (!total[i].error ||
+				   (transient(total[i].error) && !transient(r[i].error)))) {
 			total[i].error = r[i].error;
 			total[i].side = r[i].side;
 		}
