@@ -86,7 +86,8 @@ static int pipe_to_memory(struct ps_hold *h)
 	if (!b)
 		return -ENOMEM;
 	got = pipe_read(h, b, n);
-	memcpy(b + got, h->buf + h->off, mem);
+	if (mem)
+		memcpy(b + got, h->buf + h->off, mem);
 	free(h->buf);
 	h->buf = b;
 	h->off = 0;

@@ -573,7 +573,7 @@ static void no_fd_between_sinks(void)
 	struct psplice_result res[3];
 	struct psplice_tee *t;
 	int in[2], full[2], p[2], out[3], sv[2];
-	unsigned char buf[8192];
+	unsigned char buf[8192] = { 0 };
 	struct rlimit rl;
 	rlim_t was;
 
