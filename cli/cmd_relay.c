@@ -91,7 +91,8 @@ static void reset_all(void)
 		closedir(d);
 }
 
-/* Each worker reads r->draining and r->cutting once woken (start_drain). */
+/* Each worker looks at what the main thread changed once woken: the end
+ * of its drain, and r->cutting (start_drain). */
 static void wake_workers(const struct relay *r, struct worker *w)
 {
 	uint64_t one = 1;
@@ -102,16 +103,20 @@ static void wake_workers(const struct relay *r, struct worker *w)
 			cli_error(errno, "relay: eventfd");
 }
 
-/* Whether every worker ended within CUT_WAIT_MS. */
+/* Whether every worker ended within CUT_WAIT_MS, on the monotonic clock
+ * (a step of the wall clock neither cuts the wait short nor stretches it). */
 static bool workers_ended(const struct relay *r, struct worker *w)
 {
 	struct timespec until;
+	int64_t ns;
 	int i;
 
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_sec += CUT_WAIT_MS / 1000;
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	ns = until.tv_nsec + (int64_t)CUT_WAIT_MS * 1000000;
+	until.tv_sec += ns / 1000000000;
+	until.tv_nsec = ns % 1000000000;
 	for (i = 0; i < r->jobs; i++)
-		if (pthread_timedjoin_np(w[i].thread, NULL, &until))
+		if (pthread_clockjoin_np(w[i].thread, NULL, CLOCK_MONOTONIC, &until))
 			return false;
 	return true;
 }
@@ -121,13 +126,15 @@ static bool workers_ended(const struct relay *r, struct worker *w)
  * record saying so, and end: a connection that ends meanwhile ends as it
  * would have, before the process goes, and is not reset by another thread
  * as it closes, which would drop its unsent tail. A worker stuck past
- * CUT_WAIT_MS (a log that does not drain) has the rest reset under it.
+ * CUT_WAIT_MS (writing to a --log=FILE that does not drain) has the rest
+ * reset under it; a standard error that does not drain holds this thread
+ * too, at the message below.
  * The relay ends as the signal's default action ends a program, not with
  * an exit status of its own: a shell that sees its child killed by SIGINT
  * stops the script it runs too, as it would for any program interrupted
  * by Ctrl-C (an exit status of 130 would let the script go on). The
  * kernel closes every socket. */
-static void die_of(struct relay *r, struct worker *w, int signo)
+static _Noreturn void die_of(struct relay *r, struct worker *w, int signo)
 {
 	uint64_t open = atomic_load(&r->open);
 	sigset_t set;
@@ -168,10 +175,12 @@ static void stop(struct relay *r, struct worker *w, int signo)
 	wake_workers(r, w);
 }
 
-/* A reload under way: the new process and the pipe it says "ready" on. */
+/* A reload under way: the new process and the pipe it says "ready" on;
+ * and the process a reload handed the service to, or -1. */
 struct reload {
 	pid_t pid;
 	int fd;
+	pid_t successor;
 };
 
 /* SIGUSR2: start the new relay, unless one is already starting or this one
@@ -212,8 +221,17 @@ static void reloaded(struct relay *r, struct worker *w, struct reload *re)
 	bool ok = reload_ended(r, re->pid, re->fd);
 
 	re->fd = -1;
-	if (ok && !atomic_load(&r->draining))
+	if (ok && !atomic_load(&r->draining)) {
+		re->successor = re->pid;
 		handed_over(r, w, re->pid, SIGUSR2);
+	}
+}
+
+/* Tell process pid that serving serves its listeners now. */
+static void tell_replaced(pid_t pid, pid_t serving)
+{
+	if (replace_forward(pid, serving) < 0)
+		cli_error(errno, "relay: cannot stop process %ld", (long)pid);
 }
 
 /* The relay a reload started and that has not said it serves is stopped
@@ -229,10 +247,25 @@ static void stop_reload(struct reload *re, pid_t serving)
 		return;
 	cli_say("relay: stopping process %ld, which was starting to replace this one",
 		(long)re->pid);
-	if (serving ? replace_forward(re->pid, serving) : kill(re->pid, SIGTERM))
+	if (serving)
+		tell_replaced(re->pid, serving);
+	else if (kill(re->pid, SIGTERM) < 0)
 		cli_error(errno, "relay: cannot stop process %ld", (long)re->pid);
 	close(re->fd);
 	re->fd = -1;
+}
+
+/* A relay started with --replace took this one's listeners after a reload
+ * had handed them on (the two crossed): the reload's relay serves them
+ * too, and is told as this one was, so that only the last one serves. */
+static void pass_on(struct reload *re, pid_t serving)
+{
+	if (re->successor < 0 || re->successor == serving)
+		return;
+	cli_say("relay: process %ld, which serves in place of this one, is replaced too",
+		(long)re->successor);
+	tell_replaced(re->successor, serving);
+	re->successor = -1;
 }
 
 static void stop_all(struct relay *r, struct worker *w, struct reload *re, int signo)
@@ -260,6 +293,7 @@ static void on_signal(struct relay *r, struct worker *w, struct reload *re,
 		reload(r, w, re);
 	} else if (from_replacer(si)) {
 		stop_reload(re, (pid_t)si->ssi_pid);
+		pass_on(re, (pid_t)si->ssi_pid);
 		handed_over(r, w, (pid_t)si->ssi_pid, HANDOVER_SIGNAL);
 	} else {
 		stop_all(r, w, re, (int)si->ssi_signo);
@@ -276,7 +310,7 @@ static void supervise(struct relay *r, struct worker *w, int sfd)
 			       { .fd = r->done_fd, .events = POLLIN },
 			       { .fd = -1, .events = POLLIN } };
 	struct signalfd_siginfo si;
-	struct reload re = { .pid = -1, .fd = -1 };
+	struct reload re = { .pid = -1, .fd = -1, .successor = -1 };
 	int running = r->jobs;
 	uint64_t v;
 	int64_t next_stats = r->stats_ms ? now_ms() + r->stats_ms : NEVER, now;
@@ -313,6 +347,10 @@ static int take_signals(void)
 	sigset_t set;
 
 	signal(SIGPIPE, SIG_IGN);
+	/* Inherited as ignored, SIGCHLD would have a reload's relay reaped
+	 * as it ends, and its pid, which this one may still signal, free to
+	 * be another process's. */
+	signal(SIGCHLD, SIG_DFL);
 	sigemptyset(&set);
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGTERM);

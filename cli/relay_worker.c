@@ -338,9 +338,11 @@ void *worker_main(void *arg)
 	while (w->drain_end == NEVER || w->nconns) {
 		now = now_ms();
 		if (w->drain_end != NEVER && now >= w->drain_end) {
+			/* One reason for every connection cut. */
+			int how = atomic_load(&w->r->cutting) ? END_STOP : END_DRAIN;
+
 			while (w->head.next != &w->head)
-				conn_close(w, w->head.next, &(struct ending){
-					.how = atomic_load(&w->r->cutting) ? END_STOP : END_DRAIN });
+				conn_close(w, w->head.next, &(struct ending){ .how = how });
 			break;
 		}
 		if (now >= w->next_check)

@@ -109,6 +109,7 @@ takeover() {
 	"$P" relay -v -j 1 --replace=$r0 "$listen" $tb 2>$tag.new.log &
 	r1=$!; pids="$pids $r1"
 	wait_for $tag.new.log "took over" || fail $LINENO "no takeover: $(cat $tag.new.log)"
+	gone $r0 30 || fail $LINENO "relay $r0 did not end: $(cat $tag.log)"
 	wait $r0; rc=$?
 	rc_is $LINENO 0
 	gone $c || fail $LINENO "the reload's relay $c still runs: $(cat $tag.log)"
