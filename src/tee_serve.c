@@ -355,10 +355,9 @@ static int first_move(struct step *st, struct sink *s, const struct psplice_resu
 
 /* The last sink takes the pages themselves, out of the step's pipe, by
  * the steps of its plan (a splice, or read/write when splice is not for
- * it). What it does not take is its pending: the internal pipe becomes
- * its own, or out of the caller's pipe it is read into memory. When the
- * step's size is not known yet (one sink), the first step takes what the
- * input has. */
+ * it). What it does not take is its pending (leave_rest). When the step's
+ * size is not known yet (one sink), the first step takes what the input
+ * has. */
 static int serve_move(struct step *st, struct sink *s)
 {
 	size_t taken = 0, want = st->known ? st->k : st->len;
