@@ -7,6 +7,12 @@ set -u
 [ -n "${BASH_VERSION:-}" ] || LINENO=?
 P=${PSPLICE_BIN:?PSPLICE_BIN is not set}
 [ -x "$P" ] || { echo "$name: $P is not built" >&2; exit 1; }
+# Python peers import the helpers beside the tests (relay_peers.py), found
+# before the scratch directory is entered; no bytecode is written into the
+# source tree.
+PYTHONPATH=$(cd "$(dirname "$0")" && pwd)${PYTHONPATH:+:$PYTHONPATH}
+PYTHONDONTWRITEBYTECODE=1
+export PYTHONPATH PYTHONDONTWRITEBYTECODE
 d=$(mktemp -d "${1:-/tmp}/$name.XXXXXX") && d=$(cd "$d" && pwd) || exit 1
 # A test that leaves more behind (a mount, a process) redefines it.
 cli_cleanup() { :; }

@@ -9,11 +9,7 @@
 # listener keeps its socket file; a relay started by name is found in PATH
 # again. Every wait and every peer is bounded.
 [ -z "${BASH_VERSION:-}" ] && command -v bash >/dev/null && exec bash "$0" "$@"
-# The echo server and the clients' connection are tests/relay_peers.py's,
-# found before cli-lib.sh enters the scratch directory; no bytecode is
-# written into the source tree.
-PYTHONPATH=$(cd "$(dirname "$0")" && pwd) PYTHONDONTWRITEBYTECODE=1
-export PYTHONPATH PYTHONDONTWRITEBYTECODE
+# The echo server and the clients' connection are tests/relay_peers.py's.
 name=t_cli_relay_reload; . "$(dirname "$0")/cli-lib.sh"
 pids=
 # The relays a reload started are named in the logs, also when the test

@@ -10,11 +10,7 @@
 # target, and a unix socket's file stays. Every wait and every peer is
 # bounded.
 [ -z "${BASH_VERSION:-}" ] && command -v bash >/dev/null && exec bash "$0" "$@"
-# The echo server and the clients' connection are tests/relay_peers.py's,
-# found before cli-lib.sh enters the scratch directory; no bytecode is
-# written into the source tree.
-PYTHONPATH=$(cd "$(dirname "$0")" && pwd) PYTHONDONTWRITEBYTECODE=1
-export PYTHONPATH PYTHONDONTWRITEBYTECODE
+# The echo server and the clients' connection are tests/relay_peers.py's.
 name=t_cli_relay_takeover; . "$(dirname "$0")/cli-lib.sh"
 pids=
 cli_cleanup() {
