@@ -38,7 +38,10 @@ endif
 SONAME := libpsplice.so.$(VERSION_MAJOR)
 LIB_SRC := $(wildcard src/*.c)
 LIB_OBJ := $(LIB_SRC:src/%.c=$(BUILD)/src/%.o)
-CLI_SRC := $(wildcard cli/*.c)
+CLI_SRC := $(wildcard cli/*.c cli/*/*.c)
+# The headers of cli/ and of its folders (a folder per command that has
+# more than two files); a file includes another folder's as "relay/x.h".
+CLI_HDR := $(wildcard cli/*.h cli/*/*.h)
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
 # The benchmark is a program of its own, psplice-bench, which psplice bench
 # runs: only those who install it carry its code (and libm, for the plot).
@@ -46,7 +49,7 @@ CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
 BENCH_SRC := $(wildcard bench/*.c)
 # What the command's subcommands share, which the benchmark and the parser
 # fuzzers link too.
-CLI_COMMON_SRC := cli/common.c cli/parse.c cli/addr.c cli/progress.c cli/proxy_hdr.c
+CLI_COMMON_SRC := cli/common.c cli/parse.c cli/addr.c cli/progress.c cli/relay/proxy_hdr.c
 BENCH_OBJ := $(BENCH_SRC:%.c=$(BUILD)/%.o) $(CLI_COMMON_SRC:%.c=$(BUILD)/%.o) $(BUILD)/cli/dirty.o
 BENCH_DIR ?= $(LIBEXECDIR)/psplice
 TEST_SRC := $(wildcard tests/t_*.c)
@@ -96,12 +99,12 @@ $(BUILD)/$(SONAME): $(LIB_OBJ) src/libpsplice.map
 		-Wl,--version-script,src/libpsplice.map -Wl,-z,defs -o $@ $(LIB_OBJ) $(LDLIBS)
 	$(Q)ln -sf $(SONAME) $(BUILD)/libpsplice.so
 
-$(BUILD)/cli/%.o: cli/%.c cli/*.h include/psplice.h
+$(BUILD)/cli/%.o: cli/%.c $(CLI_HDR) include/psplice.h
 	@mkdir -p $(@D)
 	$(call say,CC,$<)
-	$(Q)$(CC) $(APP_CFLAGS) -c -o $@ $<
+	$(Q)$(CC) $(APP_CFLAGS) -iquote cli -c -o $@ $<
 
-$(BUILD)/bench/%.o: bench/%.c bench/*.h cli/*.h src/shared/*.h include/psplice.h
+$(BUILD)/bench/%.o: bench/%.c bench/*.h $(CLI_HDR) src/shared/*.h include/psplice.h
 	@mkdir -p $(@D)
 	$(call say,CC,$<)
 	$(Q)$(CC) $(APP_CFLAGS) -Icli $(SHARED_INC) -c -o $@ $<
@@ -135,7 +138,7 @@ $(PRELOAD): $(PRELOAD_OBJ) $(PRELOAD_LIB)
 	$(Q)$(CC) $(PRELOAD_CFLAGS) $(LDFLAGS) -shared -Wl,--exclude-libs,ALL -Wl,-z,defs \
 		-o $@ $(PRELOAD_OBJ) $(PRELOAD_LIB) -ldl $(LDLIBS)
 
-$(BUILD)/cli/cmd_exec.o: APP_CFLAGS += -DPSPLICE_PRELOAD_PATH='"$(PRELOAD_DIR)/libpsplice-preload.so"'
+$(BUILD)/cli/exec/cmd.o: APP_CFLAGS += -DPSPLICE_PRELOAD_PATH='"$(PRELOAD_DIR)/libpsplice-preload.so"'
 $(BUILD)/cli/psplice.o: APP_CFLAGS += -DPSPLICE_BENCH_PATH='"$(BENCH_DIR)/psplice-bench"'
 
 # The installed paths compiled into the command: the stamp changes when they
@@ -145,7 +148,7 @@ INSTALLED_PATHS := $(PRELOAD_DIR)/libpsplice-preload.so $(BENCH_DIR)/psplice-ben
 $(BUILD)/paths.stamp: FORCE
 	@mkdir -p $(@D)
 	$(Q)echo '$(INSTALLED_PATHS)' | cmp -s - $@ || echo '$(INSTALLED_PATHS)' >$@
-$(BUILD)/cli/cmd_exec.o $(BUILD)/cli/psplice.o: $(BUILD)/paths.stamp
+$(BUILD)/cli/exec/cmd.o $(BUILD)/cli/psplice.o: $(BUILD)/paths.stamp
 .PHONY: FORCE
 FORCE:
 
@@ -363,13 +366,13 @@ build-fuzz/fuzz_ops: tests/fuzz/fuzz_ops.c $(FUZZ_SRC) tests/fuzz/*.h build-fuzz
 # The option fuzzer links every subcommand's parser, the benchmark's too,
 # without the mains of psplice and psplice-bench.
 FUZZ_TOOL_SRC := $(filter-out cli/psplice.c bench/psplice_bench.c,$(CLI_SRC) $(BENCH_SRC))
-build-fuzz/fuzz_opts: tests/fuzz/fuzz_opts.c $(FUZZ_TOOL_SRC) cli/*.h bench/*.h src/shared/*.h build-fuzz/libpsplice.a
+build-fuzz/fuzz_opts: tests/fuzz/fuzz_opts.c $(FUZZ_TOOL_SRC) $(CLI_HDR) bench/*.h src/shared/*.h build-fuzz/libpsplice.a
 	$(call say,CC,$@)
 	$(Q)clang $(BASE) -Icli -Ibench $(SHARED_INC) -O1 -g -fsanitize=fuzzer $(FUZZ_CFLAGS) -o $@ $< $(FUZZ_TOOL_SRC) \
 		build-fuzz/libpsplice.a $(LDLIBS) -lm
 
 # The parser harnesses link what the subcommands share, without them.
-build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(CLI_COMMON_SRC) cli/common.h cli/proxy_hdr.h build-fuzz/libpsplice.a
+build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(CLI_COMMON_SRC) cli/common.h cli/relay/proxy_hdr.h build-fuzz/libpsplice.a
 	$(call say,CC,$@)
 	$(Q)clang $(BASE) -Icli -O1 -g -fsanitize=fuzzer $(FUZZ_CFLAGS) -o $@ $< $(CLI_COMMON_SRC) \
 		build-fuzz/libpsplice.a $(LDLIBS) -lm

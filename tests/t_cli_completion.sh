@@ -1,10 +1,11 @@
 #!/bin/sh
 # Bash completion (completion/psplice, or $PSPLICE_COMPLETION: an installed
 # copy): every subcommand of cli/psplice.c and every option of each option
-# table in cli/cmd_*.c is offered, and nothing else; enumerated values,
-# files, directories and unix: paths are completed. The completion function
-# is driven as readline would: COMP_WORDS split at blanks and at '=' and ':'
-# (the default COMP_WORDBREAKS), COMP_LINE, COMP_POINT, COMP_CWORD.
+# table in cli/cmd_*.c or cli/*/cmd.c is offered, and nothing else;
+# enumerated values, files, directories and unix: paths are completed. The
+# completion function is driven as readline would: COMP_WORDS split at
+# blanks and at '=' and ':' (the default COMP_WORDBREAKS), COMP_LINE,
+# COMP_POINT, COMP_CWORD.
 [ -z "${BASH_VERSION:-}" ] && command -v bash >/dev/null && exec bash "$0" "$@"
 [ -n "${BASH_VERSION:-}" ] || { echo "SKIP: bash is not installed"; exit 77; }
 set -u
@@ -84,6 +85,7 @@ want $LINENO "psplice nosuch -"
 # options of its getopt_long string, with --help and --version.
 for cmd in $cmds; do
 	src=$top/cli/cmd_$cmd.c
+	[ -r "$src" ] || src=$top/cli/$cmd/cmd.c
 	[ "$cmd" != bench ] || src=$top/bench/cmd_bench.c
 	[ -r "$src" ] || fail $LINENO "no $src for command $cmd"
 	long=$(sed -n 's/^[[:space:]]*{ "\([a-z0-9-]*\)", \([a-z_]*\),.*/\1 \2/p' "$src" |

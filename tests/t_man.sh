@@ -41,6 +41,7 @@ for cmd in $cmds; do
 		fail "psplice.1 does not refer to psplice-$cmd(1)"
 	grep -qx '\.BR psplice (1),' "$page" || fail "psplice-$cmd.1: SEE ALSO lacks psplice(1)"
 	src=$top/cli/cmd_$cmd.c
+	[ -r "$src" ] || src=$top/cli/$cmd/cmd.c
 	[ "$cmd" != bench ] || src=$top/bench/cmd_bench.c
 	long=$(sed -n 's/^[[:space:]]*{ "\([a-z-]*\)", [a-z_]*,.*/\1/p' "$src")
 	[ -n "$long" ] || fail "no option table found in $src"

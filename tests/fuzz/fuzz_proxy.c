@@ -10,7 +10,7 @@
 #include <string.h>
 #include <sys/un.h>
 
-#include "proxy_hdr.h"
+#include "relay/proxy_hdr.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

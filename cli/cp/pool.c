@@ -6,7 +6,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
-#include "cp_pool.h"
+#include "pool.h"
 
 struct cp_pool {
 	pthread_mutex_t lock;

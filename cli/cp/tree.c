@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "cp.h"
-#include "cp_pool.h"
+#include "pool.h"
 
 /* Levels of a tree whose two directories stay open: 64, or an eighth of
  * the descriptors we may open (with -j, of those left once each thread
