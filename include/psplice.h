@@ -32,6 +32,11 @@ extern "C" {
  * it uses this call or pair: moves skip the SIGPIPE guard. EINVAL if SIGPIPE
  * is not ignored when the call is made or the pair prepared. */
 #define PSPLICE_F_SIGPIPE_IGNORED 0x400u
+/* A copy (psplice_copy, psplice_pair_copy) that a signal handler interrupts
+ * returns -1 with EINTR and its totals, as a single step does, instead of
+ * retrying: a caller whose handler only sets a flag (Python's, a server's)
+ * gets to act on it. Tees refuse it (EINVAL). */
+#define PSPLICE_F_EINTR      0x800u
 /* Use exactly one mechanism (an enum psplice_method); EOPNOTSUPP if it does
  * not apply to this pair of fds. For tests and benchmarks. */
 #define PSPLICE_F_ONLY(method) (((unsigned int)(method) & 0xfu) << 12)
@@ -96,8 +101,8 @@ ssize_t psplice_ex(int fd_in, int64_t *off_in, int fd_out, int64_t *off_out,
 		   size_t len, unsigned int flags, struct psplice_result *res);
 
 /* Loop until len bytes moved or end of input (len may be PSPLICE_TO_EOF);
- * retries EINTR and short transfers; 0 on success, -1 and errno on error,
- * with res (may be NULL) holding the totals. */
+ * retries EINTR (unless PSPLICE_F_EINTR) and short transfers; 0 on success,
+ * -1 and errno on error, with res (may be NULL) holding the totals. */
 int psplice_copy(int fd_in, int64_t *off_in, int fd_out, int64_t *off_out,
 		 uint64_t len, unsigned int flags, struct psplice_result *res);
 

@@ -353,10 +353,10 @@ static void copy_positions(struct ps_call *c, const struct psplice_pair *p, uint
 }
 
 /* A read interrupted before it took anything, or a pair's move that keeps
- * what it took: the copy tries again. */
+ * what it took: the copy tries again, unless the caller asked for EINTR. */
 static bool retry_eintr(const struct ps_call *c, struct psplice_result *r)
 {
-	if (r->error != EINTR ||
+	if (r->error != EINTR || !c->x.retry_eintr ||
 	    !(c->x.hold || (!r->parked_len && r->in_bytes == r->out_bytes)))
 		return false;
 	r->error = 0;
@@ -377,7 +377,9 @@ void ps__call_copy(struct psplice_pair *p, int64_t *off_in, int64_t *off_out,
 		return;
 	len = self_copy_len(&c, len);
 	copy_positions(&c, p, len);
-	c.x.retry_eintr = true;
+	/* With PSPLICE_F_EINTR the steps give up on EINTR as a single step
+	 * does, parking or holding what they took. */
+	c.x.retry_eintr = !(flags & PSPLICE_F_EINTR);
 	guard_sigpipe(&c);
 	while (r->out_bytes < len || len == PSPLICE_TO_EOF) {
 		room = copy_room(&c, len == PSPLICE_TO_EOF ? len : len - r->out_bytes, &end);

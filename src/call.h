@@ -49,10 +49,12 @@ struct psplice_pair {
 
 /* Flags that shape the plan, and flags that only shape one move. Fan-out
  * takes both but for what only a pair's plan has a use for: a choice among
- * file-to-file paths, and the hint to move pages (tee(2) copies them). */
+ * file-to-file paths, the hint to move pages (tee(2) copies them), and a
+ * copy's return on EINTR (a tee's copy retries it). */
 #define PS_PLAN_FLAGS PSPLICE_F_PLAN_MASK
-#define PS_CALL_FLAGS (PSPLICE_F_MOVE | PSPLICE_F_NONBLOCK | PSPLICE_F_MORE)
-#define PS_PAIR_ONLY_FLAGS (PSPLICE_F_REFLINK | PSPLICE_F_ONLY_MASK | PSPLICE_F_MOVE)
+#define PS_CALL_FLAGS (PSPLICE_F_MOVE | PSPLICE_F_NONBLOCK | PSPLICE_F_MORE | PSPLICE_F_EINTR)
+#define PS_PAIR_ONLY_FLAGS (PSPLICE_F_REFLINK | PSPLICE_F_ONLY_MASK | PSPLICE_F_MOVE | \
+			    PSPLICE_F_EINTR)
 
 /* planner.c: the plan for a pair; one step through it. */
 PS_HIDDEN void ps__plan_make(struct ps_plan *p, const struct ps_endpoint *in,

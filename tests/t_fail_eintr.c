@@ -1,7 +1,8 @@
 /* A signal handler installed without SA_RESTART interrupts a transfer that
  * waits. A single step returns -1 EINTR on the side it waited for, with
  * nothing moved (or, for bytes taken from a socket, parked); psplice_copy
- * retries and completes once the other end moves, every byte right. */
+ * retries and completes once the other end moves, every byte right, or,
+ * with PSPLICE_F_EINTR, returns EINTR with its totals. */
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/ioctl.h>
@@ -294,6 +295,110 @@ static void copy_out(void (*make_out)(int[2]), void (*make_in)(int[2]))
 	}
 }
 
+/* PSPLICE_F_EINTR: a copy waiting on an idle input returns EINTR with what
+ * it delivered, the offset advanced by it; called again, it goes on from
+ * there. pair: through a prepared pair (which keeps what it holds). */
+static void eintr_in(void (*make)(int[2]), bool pair)
+{
+	const unsigned int flags = PSPLICE_F_EINTR;
+	struct psplice_pair *p = NULL;
+	struct psplice_result r;
+	int s[2], out;
+	int64_t oo = 7;
+	int rc, err;
+
+	out = open(t_path("eintr_in"), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	T_OK(out);
+	make(s);
+	t_fill_fd(s[1], SMALL, 4);
+	if (pair)
+		T_ASSERT((p = psplice_pair_new(s[0], out, 0)));
+	ticks(true);
+	rc = pair ? psplice_pair_copy(p, NULL, &oo, PSPLICE_TO_EOF, flags, &r) :
+		    psplice_copy(s[0], NULL, out, &oo, PSPLICE_TO_EOF, flags, &r);
+	err = errno;
+	ticks(false);
+	T_EQ(rc, -1);
+	T_EQ(err, EINTR);
+	T_RESULT(r, EINTR, PSPLICE_SIDE_IN, SMALL, SMALL);
+	T_EQ(r.parked_len, 0);
+	T_EQ(oo, 7 + SMALL);
+	/* The rest comes, and the same call finishes the stream. */
+	t_fill_fd(s[1], SMALL, 5);
+	close(s[1]);
+	rc = pair ? psplice_pair_copy(p, NULL, &oo, PSPLICE_TO_EOF, flags, &r) :
+		    psplice_copy(s[0], NULL, out, &oo, PSPLICE_TO_EOF, flags, &r);
+	T_EQ(rc, 0);
+	T_RESULT(r, 0, PSPLICE_SIDE_NONE, SMALL, SMALL);
+	T_EQ(oo, 7 + 2 * SMALL);
+	T_ASSERT(t_check_fd(out, 7, SMALL, 4, 0));
+	T_ASSERT(t_check_fd(out, 7 + SMALL, SMALL, 5, 0));
+	psplice_pair_free(p);
+	close(s[0]);
+	close(out);
+}
+
+/* PSPLICE_F_EINTR on a full output: the copy returns EINTR on the output
+ * side; from a file nothing is parked and the offset says exactly what was
+ * delivered, from a socket what was taken and not delivered is parked. */
+static void eintr_out(void (*make_in)(int[2]))
+{
+	struct psplice_result r;
+	int64_t oi = 1000;
+	int o[2], s[2] = { -1, -1 };
+	uint64_t junk = full(o, t_pipe);
+
+	if (make_in) {
+		make_in(s);
+		t_fill_fd(s[1], SMALL, 6);
+	}
+	ticks(true);
+	T_ERRNO(psplice_copy(make_in ? s[0] : src, make_in ? NULL : &oi, o[1], NULL, SMALL,
+			     PSPLICE_F_EINTR, &r), EINTR);
+	ticks(false);
+	T_EQ(r.error, EINTR);
+	T_EQ(r.side, PSPLICE_SIDE_OUT);
+	T_EQ(r.out_bytes, 0);
+	if (make_in) {
+		T_EQ_U(r.parked_len, r.in_bytes);
+		T_ASSERT(r.parked_len == 0 || t_check_buf(r.parked, r.parked_len, 6, 0));
+		T_EQ_U(t_queued(s[0]), SMALL - r.in_bytes);
+		t_close_pair(s);
+	} else {
+		T_EQ(r.parked_len, 0);
+		T_EQ(oi, 1000);
+	}
+	T_EQ_U(t_queued(o[0]), junk);
+	t_close_pair(o);
+}
+
+/* A single step returns on EINTR anyway: the flag changes nothing. */
+static void eintr_step(void)
+{
+	int p[2];
+
+	t_pipe(p);
+	step_in(p[0], outfile, PSPLICE_F_EINTR);
+	t_close_pair(p);
+}
+
+/* A tee's copy retries EINTR: it refuses the flag, as an unknown one. */
+static void eintr_tee(void)
+{
+	struct psplice_result r; /* the one sink's */
+	struct psplice_tee *t;
+	int p[2];
+
+	t_pipe(p);
+	t = psplice_tee_new(p[0], &outfile, 1, 0, 0);
+	T_ASSERT(t);
+	T_ERRNO(psplice_tee_copy(t, 1, PSPLICE_F_EINTR, &r), EINVAL);
+	T_RESULT(*psplice_last(), EINVAL, PSPLICE_SIDE_NONE, 0, 0);
+	psplice_tee_free(t);
+	t_close_pair(p);
+	check_outfile_empty();
+}
+
 int main(int argc, char **argv)
 {
 	const unsigned int rw = PSPLICE_F_ONLY(PSPLICE_METHOD_READWRITE);
@@ -322,5 +427,14 @@ int main(int argc, char **argv)
 	copy_out(t_pipe, t_unix_pair);
 	copy_out(t_unix_pair, t_unix_pair);
 	copy_out(t_unix_pair, t_pipe);
+
+	eintr_in(t_pipe, false);
+	eintr_in(t_unix_pair, false);
+	eintr_in(t_tcp_pair, true);
+	eintr_in(t_unix_pair, true);
+	eintr_out(NULL);
+	eintr_out(t_unix_pair);
+	eintr_tee();
+	eintr_step();
 	return T_PASS;
 }

@@ -656,7 +656,7 @@ static int check_still(struct fz *z)
 /* A call refused before any byte moves: nothing moves, nothing changes. */
 static int op_bad(struct fz *z, const struct fz_op *op)
 {
-	static const unsigned int unknown[] = { 0x8, 0x80, 0x800, 0x10000, 0x80000000u };
+	static const unsigned int unknown[] = { 0x8, 0x80, 0x400000, 0x10000, 0x80000000u };
 	struct call c = { .len = op->len % 65536 + 1, .pending0 = z->pending };
 	bool pair = z->pair && (op->arg & 0x10);
 	int fd_in = z->in.fd, fd_out = z->out.fd, want = EINVAL, side = PSPLICE_SIDE_NONE;

@@ -70,7 +70,7 @@ static uint64_t a_size(struct choices *c, bool eof)
 
 static unsigned int call_flags(struct choices *c)
 {
-	static const unsigned int unknown[] = { 0x8, 0x80, 0x800, 0x10000, 0x80000000u };
+	static const unsigned int unknown[] = { 0x8, 0x80, 0x400000, 0x10000, 0x80000000u };
 	static const uint8_t w[] = { 60, 22, 5, 3, 3, 3, 3, 1 };
 
 	switch (weighted(c, w, 8)) {

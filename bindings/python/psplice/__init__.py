@@ -12,7 +12,7 @@ taken from a non-seekable input and not delivered (parked)."""
 
 from ._lib import SONAME, TO_EOF, MAX_STEP
 from ._core import (
-    F_MOVE, F_NONBLOCK, F_MORE, F_NOFALLBACK, F_REFLINK, F_SIGPIPE_IGNORED,
+    F_MOVE, F_NONBLOCK, F_MORE, F_NOFALLBACK, F_REFLINK, F_SIGPIPE_IGNORED, F_EINTR,
     F_REFLINK_ONLY, only, Method, Result, Error, copy, move, version, fileno,
 )
 from ._pair import PendingError, Pair, Tee, tee
@@ -24,7 +24,7 @@ from ._sync import (
 __all__ = [
     "SONAME", "TO_EOF", "MAX_STEP",
     "F_MOVE", "F_NONBLOCK", "F_MORE", "F_NOFALLBACK", "F_REFLINK",
-    "F_SIGPIPE_IGNORED", "F_REFLINK_ONLY", "only", "Method", "Result",
+    "F_SIGPIPE_IGNORED", "F_EINTR", "F_REFLINK_ONLY", "only", "Method", "Result",
     "Error", "PendingError", "copy", "move", "Pair", "Tee", "tee",
     "SYNC_WAIT_BEFORE", "SYNC_WRITE", "SYNC_WAIT_AFTER", "SYNC_DATA",
     "SYNC_METADATA", "Level", "sync", "WriteBehind", "version", "fileno",

@@ -20,6 +20,7 @@ F_MORE = 0x04
 F_NOFALLBACK = 0x100
 F_REFLINK = 0x200
 F_SIGPIPE_IGNORED = 0x400
+F_EINTR = 0x800
 
 
 class Method(enum.IntEnum):
@@ -218,17 +219,44 @@ def _run(call, offset_in, offset_out, length, flags):
             raise _error(err, c, _val(oi), _val(oo))
 
 
+def _run_copy(call, offset_in, offset_out, length, flags):
+    """_run for the C copies, which are asked to return on EINTR
+    (PSPLICE_F_EINTR) with their totals: the interpreter then runs its
+    signal handlers, as it does for its own system calls (PEP 475), and one
+    that raises (Ctrl-C's KeyboardInterrupt) ends the copy there; otherwise
+    the copy goes on from where it stopped, and the Result has the totals of
+    every round. An EINTR that came with parked bytes is raised, so that
+    they reach the caller."""
+    oi, oo = _offset(offset_in), _offset(offset_out)
+    took = gave = 0
+    while True:
+        c = CResult()
+        rc = call(_ref(oi), _ref(oo), length, flags | F_EINTR, ctypes.byref(c))
+        err = ctypes.get_errno() if rc < 0 else 0
+        took += c.in_bytes
+        gave += c.out_bytes
+        if rc >= 0 or err != _errno.EINTR or c.parked_len:
+            c.in_bytes, c.out_bytes = took, gave
+            if rc >= 0:
+                return Result(c, _val(oi), _val(oo))
+            raise _error(err, c, _val(oi), _val(oo))
+        if length != TO_EOF:
+            length -= c.out_bytes
+
+
 def copy(src, dst, length=None, *, offset_in=None, offset_out=None, flags=0):
     """Copy length bytes (None: to the end of input) from src to dst,
-    retrying short transfers and EINTR: psplice_copy(3). src and dst are fds
-    or objects with fileno(). An offset makes that side positional: the file
-    position stays untouched, and the Result's offset_in or offset_out (or
-    the Error's) is that offset advanced past the bytes delivered. Returns a
-    Result; compare out_bytes with length to tell the end of input from the
-    length reached. Raises Error."""
+    retrying short transfers: psplice_copy(3). src and dst are fds or
+    objects with fileno(). A signal that interrupts the copy runs its Python
+    handler, and the copy goes on unless the handler raised (Ctrl-C). An
+    offset makes that side positional: the file position stays untouched,
+    and the Result's offset_in or offset_out (or the Error's) is that offset
+    advanced past the bytes delivered. Returns a Result; compare out_bytes
+    with length to tell the end of input from the length reached. Raises
+    Error."""
     fi, fo = fileno(src), fileno(dst)
-    return _run(lambda oi, oo, *rest: lib.psplice_copy(fi, oi, fo, oo, *rest),
-                offset_in, offset_out, _length(length, TO_EOF, TO_EOF), flags)
+    return _run_copy(lambda oi, oo, *rest: lib.psplice_copy(fi, oi, fo, oo, *rest),
+                     offset_in, offset_out, _length(length, TO_EOF, TO_EOF), flags)
 
 
 def move(src, dst, length=None, *, offset_in=None, offset_out=None, flags=0):

@@ -5,7 +5,7 @@ import ctypes
 import threading
 
 from ._lib import lib, CResult, TO_EOF, MAX_STEP
-from ._core import Error, Result, _last_error, _length, _run, fileno
+from ._core import Error, Result, _last_error, _length, _run, _run_copy, fileno
 
 
 class PendingError(Error):
@@ -165,11 +165,11 @@ class Pair(_Holder):
             raise _last_error()
         super().__init__(ptr)
 
-    def _call(self, fn, offset_in, offset_out, length, flags):
+    def _call(self, fn, offset_in, offset_out, length, flags, run=_run):
         p = self._use()
         try:
-            return _run(lambda oi, oo, *rest: fn(p, oi, oo, *rest),
-                        offset_in, offset_out, length, flags)
+            return run(lambda oi, oo, *rest: fn(p, oi, oo, *rest),
+                       offset_in, offset_out, length, flags)
         finally:
             self._done()
 
@@ -180,9 +180,11 @@ class Pair(_Holder):
 
     def copy(self, length=None, *, offset_in=None, offset_out=None, flags=0):
         """A copy, as copy() but on the pair: psplice_pair_copy(3). Pending
-        bytes go first and count in out_bytes and toward length."""
+        bytes go first and count in out_bytes and toward length. A signal
+        runs its handler, as for copy(); what the pair took and could not
+        deliver when a handler raised stays pending in it."""
         return self._call(lib.psplice_pair_copy, offset_in, offset_out,
-                          _length(length, TO_EOF, TO_EOF), flags)
+                          _length(length, TO_EOF, TO_EOF), flags, _run_copy)
 
     @property
     def pending(self):

@@ -411,3 +411,85 @@ def test_a_signal_handler_that_raises_ends_a_blocked_move():
             os.close(fd)
         a.close()
         b.close()
+
+
+def test_copy_goes_on_after_a_handler_that_returns(tmp_path):
+    """A signal runs its handler in the middle of a blocked copy; the copy
+    then goes on, and the Result counts every byte of it."""
+    r, w = os.pipe()
+    os.write(w, b"early")
+    seen = []
+    restore = interrupt_after(0.2, lambda *_: seen.append(1))
+
+    def late():
+        os.write(w, b"late")
+        os.close(w)
+
+    sender = threading.Timer(0.6, late)
+    sender.start()
+    dst = tmp_path / "out"
+    try:
+        with open(dst, "wb") as fo:
+            res = psplice.copy(r, fo, offset_out=3)
+    finally:
+        restore()
+        sender.join(10)
+        os.close(r)
+    assert seen == [1]
+    assert res.in_bytes == res.out_bytes == 9 and res.offset_out == 12
+    assert dst.read_bytes() == b"\0\0\0earlylate"
+
+
+SIGINT_CHILD = textwrap.dedent("""
+    import os, sys, time
+    import psplice
+    r, w = os.pipe()                 # w stays open: the pipe is idle
+    os.write(w, b"x" * 100)
+    out = os.open(sys.argv[2], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        if sys.argv[1] == "pair":
+            with psplice.Pair(r, out) as p:
+                p.copy()
+        else:
+            psplice.copy(r, out)
+    except KeyboardInterrupt:
+        print("interrupted", time.monotonic())
+""")
+
+
+def state_of(pid):
+    """The state letter of a process ('S' while it waits in a system call)."""
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()[0]
+
+
+@pytest.mark.parametrize("how", ["copy", "pair"])
+def test_ctrl_c_ends_a_copy_blocked_on_an_idle_pipe(tmp_path, how):
+    """A real SIGINT, sent once the child waits inside the copy (its first
+    100 bytes delivered), raises KeyboardInterrupt in it at once; before
+    the copy returned on EINTR, the C loop went back to waiting and the
+    child hung until killed."""
+    import signal
+    import time
+    out = tmp_path / "out"
+    pkg = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    child = subprocess.Popen([sys.executable, "-c", SIGINT_CHILD, how, str(out)],
+                             cwd=pkg, stdout=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while not (out.exists() and out.stat().st_size == 100 and
+                   state_of(child.pid) == "S"):
+            assert time.monotonic() < deadline, "the child never waited in the copy"
+            time.sleep(0.01)
+        sent = time.monotonic()
+        os.kill(child.pid, signal.SIGINT)
+        stdout, _ = child.communicate(timeout=10)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    assert child.returncode == 0
+    word, when = stdout.split()
+    assert word == "interrupted"
+    # The latency is shown, not asserted: the machine may be loaded.
+    print(f"{how}: KeyboardInterrupt {1000 * (float(when) - sent):.1f} ms after SIGINT")

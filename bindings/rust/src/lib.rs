@@ -61,6 +61,9 @@ impl Flags {
     /// call or the pair is used: moves skip the SIGPIPE guard. The Rust
     /// runtime ignores SIGPIPE at start-up unless the program changed that.
     pub const SIGPIPE_IGNORED: Flags = Flags(sys::PSPLICE_F_SIGPIPE_IGNORED);
+    /// A copy that a signal handler interrupts returns EINTR with its
+    /// totals instead of retrying (copies only; a tee refuses it).
+    pub const EINTR: Flags = Flags(sys::PSPLICE_F_EINTR);
     /// Share extents or fail with EOPNOTSUPP; never copy.
     pub const REFLINK_ONLY: Flags =
         Flags(sys::PSPLICE_F_REFLINK | sys::psplice_f_only(Method::Clone as i32));

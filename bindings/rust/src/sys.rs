@@ -13,6 +13,7 @@ pub const PSPLICE_F_MORE: c_uint = 0x04;
 pub const PSPLICE_F_NOFALLBACK: c_uint = 0x100;
 pub const PSPLICE_F_REFLINK: c_uint = 0x200;
 pub const PSPLICE_F_SIGPIPE_IGNORED: c_uint = 0x400;
+pub const PSPLICE_F_EINTR: c_uint = 0x800;
 pub const PSPLICE_F_ONLY_MASK: c_uint = 0xf000;
 pub const PSPLICE_TO_EOF: u64 = u64::MAX;
 pub const PSPLICE_TEE_MAX: usize = 1024;
