@@ -123,6 +123,9 @@ const char *bench_fs_name(const char *dir);
 double bench_now(void);          /* CLOCK_MONOTONIC, seconds */
 double bench_cpu_thread(void);   /* this thread's user+system CPU seconds */
 double bench_cpu_self(void);     /* the process's */
+struct rusage;
+/* user+system CPU seconds of a getrusage() or wait4() answer. */
+double bench_rusage_secs(const struct rusage *ru);
 
 /* Run "/bin/sh -c cmd" with stdin from /dev/null and stdout/stderr to
  * /dev/null unless out_fd >= 0 (stdout there); wall seconds and the CPU
