@@ -1,7 +1,7 @@
 /* psplice bench, groups "relay" and "relay-proxy": what their files share
- * (bench_relay.c runs the items, bench_relay_fwd.c starts the forwarders,
- * bench_iperf.c runs iperf3 through them, bench_netns.c makes the veth
- * namespaces). */
+ * (bench_relay.c runs the items, bench_relay_record.c records their rows,
+ * bench_relay_fwd.c starts the forwarders, bench_iperf.c runs iperf3
+ * through them, bench_netns.c makes the veth namespaces). */
 #ifndef BENCH_RELAY_H
 #define BENCH_RELAY_H
 
@@ -69,6 +69,12 @@ int relay_forwarder_argv(const struct relay_ctx *x, const struct fwd *f, int por
  * with --accept-proxy when f sends the header, to the iperf3 server. */
 void relay_chain_argv(const struct relay_ctx *x, const struct fwd *f, int chain_port,
 		      struct fwd_cmdline *c);
+
+/* The rows of an item whose runs are in x (bench_relay_record.c): each
+ * variant's, its ratio to the first of bases that was measured, and the
+ * whole-system CPU item beside it. */
+void relay_record(struct relay_ctx *x, const char *item, int reps,
+		  const char *const *bases);
 
 /* What one iperf3 run measured. */
 struct iperf_result {
