@@ -7,10 +7,14 @@
  * the items; bench_cat.c, bench_cp.c and bench_reflink.c make them. */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include "bench_peers.h"
@@ -283,4 +287,33 @@ int peer_fail(char *why, size_t n, const char *fmt, ...)
 	vsnprintf(why, n, fmt, ap);
 	va_end(ap);
 	return -1;
+}
+
+int peer_tmpfs_dir(const struct bench_opts *o, uint64_t need, char *dir, size_t n, char *why,
+		   size_t wn)
+{
+	char opts[64];
+	struct statfs s;
+
+	if (o->root) {
+		peer_join(dir, n, o->dir, "peers-tmpfs");
+		snprintf(opts, sizeof(opts), "size=%lluk,mode=0700",
+			 (unsigned long long)(need >> 10));
+		if ((mkdir(dir, 0700) < 0 && errno != EEXIST) ||
+		    mount("tmpfs", dir, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0) {
+			peer_fail(why, wn, "cannot mount a tmpfs: %s", strerror(errno));
+			rmdir(dir);
+			return -1;
+		}
+		return 1;
+	}
+	if (statfs("/dev/shm", &s) < 0 || (unsigned long)s.f_type != TMPFS_MAGIC ||
+	    (uint64_t)s.f_bavail * (uint64_t)s.f_bsize < need)
+		return peer_fail(why, wn, "not root, and /dev/shm is no tmpfs with %s free",
+				 peer_size_text(need));
+	snprintf(dir, n, "/dev/shm/psplice-bench.XXXXXX");
+	if (!mkdtemp(dir))
+		return peer_fail(why, wn, "cannot make a directory in /dev/shm: %s",
+				 strerror(errno));
+	return 0;
 }

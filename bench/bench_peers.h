@@ -79,7 +79,7 @@ int peer_fail(char *why, size_t n, const char *fmt, ...)
 
 /* A tmpfs of need bytes for a copy: our own mount, as root, so that it is
  * empty and large enough; else a new directory in /dev/shm when it is a
- * tmpfs with the room (bench_cp.c). 1 when mounted, 0 when not, -1 with
+ * tmpfs with the room. 1 when mounted, 0 when not, -1 with
  * why. */
 int peer_tmpfs_dir(const struct bench_opts *o, uint64_t need, char *dir, size_t n, char *why,
 		   size_t wn);
