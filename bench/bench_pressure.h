@@ -1,4 +1,5 @@
-/* psplice bench, group "pressure": what its two items share. */
+/* psplice bench, group "pressure": what its two items share
+ * (bench_pressure_util.c), and the items, which the group's entry runs. */
 #ifndef BENCH_PRESSURE_H
 #define BENCH_PRESSURE_H
 
@@ -19,7 +20,7 @@ static const char *const vnames[NV] = {
 	[V_READWRITE] = "psplice relay --copy=readwrite",
 };
 
-/* A listening socket on 127.0.0.1 (socket flags: SOCK_NONBLOCK) and its
+/* bench_pressure_util.c. A listening socket on 127.0.0.1 (socket flags: SOCK_NONBLOCK) and its
  * port; -1 and errno. */
 int pressure_listen_any(int *port, int flags);
 /* A socket connected to 127.0.0.1:port, with SO_RCVBUF rcvbuf set before
@@ -32,16 +33,9 @@ pid_t pressure_relay_start(const struct bench_opts *o, int v, int target, int *p
 /* The figures of the relay's last stats line in its log (-1: none). */
 int pressure_relay_stats(const char *log, double *pending, double *copied);
 
-/* The items, reps runs of each variant. */
+/* The items, reps runs of each variant (bench_pressure_slow.c,
+ * bench_pressure_conns.c). */
 void pressure_slow_item(const struct bench_opts *o, int reps);
 void pressure_conns_item(const struct bench_opts *o, int reps);
-
-/* The median; of an even count, the mean of the two middle values. Sorts
- * v. */
-static inline double median(double *v, int n)
-{
-	bench_sort(v, n);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 #endif

@@ -324,7 +324,7 @@ static void conns_record(double (*m)[NM][MAX_REPS], const int *n, double *hwm,
 					 "the library keeps for reuse count here", n[v]);
 			else
 				snprintf(note, sizeof(note), "median of %d runs", n[v]);
-			bench_row(GROUP, mitems[k], vnames[v], units[k], median(m[v][k], n[v]),
+			bench_row(GROUP, mitems[k], vnames[v], units[k], bench_median(m[v][k], n[v]),
 				  -1, v == V_READWRITE, note);
 		}
 }

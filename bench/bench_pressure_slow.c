@@ -163,12 +163,12 @@ void pressure_slow_item(const struct bench_opts *o, int reps)
 			 "SO_RCVBUF %d, reads %d KiB then pauses %ld ms", n[v],
 			 (unsigned long long)(size >> 20), SLOW_RCVBUF, SLOW_BURST >> 10,
 			 SLOW_PAUSE_NS / 1000000);
-		bench_row(GROUP, SLOW_ITEM, vnames[v], BENCH_BYTESGIB, median(copied[v], n[v]),
-			  ncpu[v] ? median(cpu[v], ncpu[v]) : -1, v == V_READWRITE, note);
+		bench_row(GROUP, SLOW_ITEM, vnames[v], BENCH_BYTESGIB, bench_median(copied[v], n[v]),
+			  ncpu[v] ? bench_median(cpu[v], ncpu[v]) : -1, v == V_READWRITE, note);
 	}
 	if (n[V_PSPLICE])
 		bench_target_value("backpressure: bytes copied through memory per GiB",
-				   median(copied[V_PSPLICE], n[V_PSPLICE]), 0, false,
+				   bench_median(copied[V_PSPLICE], n[V_PSPLICE]), 0, false,
 				   "psplice relay, client reading slowly (" SLOW_ITEM ")");
 	else
 		bench_target_missing("backpressure: bytes copied through memory per GiB", 0,
