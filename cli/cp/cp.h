@@ -1,9 +1,20 @@
-/* psplice cp: what its files share. cmd_cp.c reads the options,
- * cp_operands.c says where each SOURCE goes; cp_tree.c walks trees, cp_dest.c says
- * what becomes of an existing DST, cp_node.c makes what is not a
- * directory; cp_file.c opens a regular file's copy and cp_data.c copies
- * its data (cp_sparse.c, with --sparse=always); cp_attr.c keeps SOURCE's
- * attributes, cp_links.c its hard links. */
+/* psplice cp: the folder's header, what its files share. The command
+ * offers the rest of psplice one thing, cli_cmd_cp (common.h). Its files:
+ *   cmd.c       the options, and the command's entry
+ *   operands.c  where each SOURCE goes
+ *   tree.c      walks a tree, with a pool of threads (pool.c, pool.h),
+ *               by the names names.c reads
+ *   node.c      makes what is not a directory or a regular file
+ *   dest.c      what becomes of an existing DST
+ *   file.c      opens a regular file's copy; data.c copies its data, in one
+ *               of its ways, then -v, --preserve and --sync
+ *   sparse.c    --sparse=always: blocks of zeros left holes
+ *   attr.c      keeps SOURCE's attributes; links.c its hard links
+ *   wb.c        what was copied handed to write-behind
+ *   parent.c    a path's directory
+ * Calls go one way, down this list's towers: file.c calls data.c and
+ * dest.c, which call sparse.c, wb.c and parent.c; tree.c calls names.c
+ * and node.c; none calls back up. */
 #ifndef CLI_CP_H
 #define CLI_CP_H
 
@@ -123,8 +134,14 @@ struct cp_job {
  * missing or extra operand is a usage error of cmd. 0, or -1. */
 int cp_operands(const struct cli_cmd *cmd, const struct cp_args *a);
 
-/* "a/b" -> "a", "b" -> ".", "/b" -> "/" */
+/* "a/b" -> "a", "b" -> ".", "/b" -> "/" (parent.c) */
 char *cp_parent_of(const char *path);
+/* dir/name (names.c). */
+char *cp_join(const char *dir, const char *name);
+/* The entries of directory fd but . and .., NULL-ended, each and the
+ * array the caller's to free; NULL with the error said, src naming the
+ * directory (names.c). */
+char **cp_read_names(int fd, const char *src);
 /* Copy SOURCE, whatever it is, to the path dst (never into it). */
 int cp_top(const struct cp_opts *o, const char *src, const char *dst);
 /* Anything but a directory. st: of SOURCE, followed when follow; top:
@@ -141,7 +158,7 @@ int cp_file(const struct cp_at *src, const struct cp_at *dst, const struct cp_op
  * -v, --preserve and --sync. 0, or -1 with the error said. */
 int cp_copy_data(struct cp_job *j, int in, int out);
 /* Writeback of what was just copied, n bytes at off, started through wb
- * (NULL: none); its failure is a write error of c. 0 or -1. */
+ * (NULL: none); its failure is a write error of c. 0 or -1 (wb.c). */
 int cp_wb_wrote(struct psplice_wb *wb, int64_t off, uint64_t n, struct cli_copy *c);
 
 /* What becomes of an existing dst before a non-directory is copied over

@@ -2,7 +2,7 @@
  * and the two files, then run: a reflink alone (--reflink=always), a
  * reflink the engine falls back from to copy_file_range, or a copy: of
  * SOURCE's extents, its holes kept; of blocks of zeros made holes
- * (cp_sparse.c); in chunks paced by write-behind; or in one call. Then -v,
+ * (sparse.c); in chunks paced by write-behind; or in one call. Then -v,
  * --preserve and --sync. */
 #include <errno.h>
 #include <fcntl.h>
@@ -35,13 +35,6 @@ struct data {
 	struct psplice_wb *wb;
 	struct cli_copy c;
 };
-
-int cp_wb_wrote(struct psplice_wb *wb, int64_t off, uint64_t n, struct cli_copy *c)
-{
-	if (!wb || !n || psplice_wb_wrote(wb, off, n) == 0)
-		return 0;
-	return cli_copy_fail(c, errno, PSPLICE_SIDE_OUT);
-}
 
 /* Write-behind given up: the copy failed, its last chunks are not waited
  * for. */

@@ -1,6 +1,6 @@
 /* psplice cp: one regular file: its copy opened (made, or an existing
  * DST checked and truncated, or replaced with -f), its data copied
- * (cp_data.c), and a copy that failed removed when it made it. */
+ * (data.c), and a copy that failed removed when it made it. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -95,23 +95,6 @@ static int open_target(struct cp_job *j, bool exists, bool top)
 		return open_existing(j, mode, top);
 	cli_error(errno, "cannot create regular file %s", cli_quote(j->dst));
 	return -1;
-}
-
-/* "a/b" -> "a", "b" -> ".", "/b" -> "/" */
-char *cp_parent_of(const char *path)
-{
-	size_t len = strlen(path);
-	const char *slash;
-
-	while (len > 1 && path[len - 1] == '/')
-		len--;
-	slash = memrchr(path, '/', len);
-	if (!slash)
-		return strdup(".");
-	len = (size_t)(slash - path);
-	while (len > 1 && path[len - 1] == '/')
-		len--;
-	return strndup(path, len ? len : 1);
 }
 
 static int copy_to(struct cp_job *j, int in, bool top)

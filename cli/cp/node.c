@@ -1,6 +1,6 @@
 /* psplice cp: one SOURCE that is not a directory: links copied as links
  * or made with -l and -s, hard links kept with --preserve=links, special
- * files made anew, regular files copied (cp_file.c). */
+ * files made anew, regular files copied (file.c). */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>

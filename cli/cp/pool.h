@@ -1,5 +1,5 @@
 /* psplice cp -j N: the threads of a tree's walk and its queue of
- * directories (cp_pool.c). */
+ * directories (pool.c). */
 #ifndef CLI_CP_POOL_H
 #define CLI_CP_POOL_H
 
