@@ -49,7 +49,8 @@ CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
 BENCH_SRC := $(wildcard bench/*.c)
 # What the command's subcommands share, which the benchmark and the parser
 # fuzzers link too.
-CLI_COMMON_SRC := cli/common.c cli/parse.c cli/addr.c cli/progress.c cli/relay/proxy_hdr.c
+CLI_COMMON_SRC := cli/out.c cli/opts.c cli/sys.c cli/copy.c cli/parse.c cli/addr.c \
+	cli/progress.c cli/relay/proxy_hdr.c
 BENCH_OBJ := $(BENCH_SRC:%.c=$(BUILD)/%.o) $(CLI_COMMON_SRC:%.c=$(BUILD)/%.o) $(BUILD)/cli/dirty.o
 BENCH_DIR ?= $(LIBEXECDIR)/psplice
 TEST_SRC := $(wildcard tests/t_*.c)
@@ -372,7 +373,7 @@ build-fuzz/fuzz_opts: tests/fuzz/fuzz_opts.c $(FUZZ_TOOL_SRC) $(CLI_HDR) bench/*
 		build-fuzz/libpsplice.a $(LDLIBS) -lm
 
 # The parser harnesses link what the subcommands share, without them.
-build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(CLI_COMMON_SRC) cli/common.h cli/relay/proxy_hdr.h build-fuzz/libpsplice.a
+build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(CLI_COMMON_SRC) $(wildcard cli/*.h) cli/relay/proxy_hdr.h build-fuzz/libpsplice.a
 	$(call say,CC,$@)
 	$(Q)clang $(BASE) -Icli -O1 -g -fsanitize=fuzzer $(FUZZ_CFLAGS) -o $@ $< $(CLI_COMMON_SRC) \
 		build-fuzz/libpsplice.a $(LDLIBS) -lm

@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "bench.h"
-#include "common.h"
+#include "out.h"
 
 static const char *const unit_names[BENCH_NUNITS] = {
 	[BENCH_GIBPS] = "GiB/s", [BENCH_GBITPS] = "Gbit/s", [BENCH_NSCALL] = "ns/call",

@@ -8,7 +8,7 @@
 #include <sys/time.h>
 
 #include "bench.h"
-#include "common.h"
+#include "sys.h"
 
 #define MAX_ROWS BENCH_MAX_ROWS
 #define MAX_TARGETS BENCH_MAX_TARGETS

@@ -13,7 +13,8 @@
 #include <unistd.h>
 
 #include "bench.h"
-#include "common.h"
+#include "opts.h"
+#include "out.h"
 
 
 enum { OPT_QUICK = 0x200, OPT_ONLY, OPT_DIR, OPT_OUT, OPT_SECS };

@@ -1,7 +1,9 @@
 /* psplice-bench: the benchmark, a program of its own that psplice bench
  * runs with its arguments (cli/psplice.c). */
 #include "bench.h"
-#include "common.h"
+#include "opts.h"
+#include "out.h"
+#include "sys.h"
 
 int main(int argc, char **argv)
 {

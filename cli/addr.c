@@ -8,7 +8,9 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "common.h"
+#include "addr.h"
+#include "opts.h"
+#include "out.h"
 
 /* getaddrinfo takes a number modulo 65536 (99999 is 34463); port 0
  * means "any" to bind and nothing to connect to. A name ("http") is the

@@ -8,7 +8,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "common.h"
+#include "addr.h"
+#include "copy.h"
+#include "opts.h"
+#include "out.h"
+#include "parse.h"
+#include "progress.h"
+#include "sys.h"
 
 #define STDIN_NAME "standard input"
 #define STDOUT_NAME "standard output"

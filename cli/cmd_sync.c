@@ -7,7 +7,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "common.h"
+#include "psplice.h"
+#include "opts.h"
+#include "out.h"
+#include "parse.h"
 
 enum { OPT_WAIT_BEFORE = 0x200, OPT_WRITE, OPT_WAIT_AFTER, OPT_DATA, OPT_METADATA };
 

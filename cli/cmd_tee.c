@@ -10,7 +10,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "common.h"
+#include "psplice.h"
+#include "addr.h"
+#include "opts.h"
+#include "out.h"
+#include "sys.h"
 
 #define TEE_STEP (1u << 20)
 

@@ -5,7 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common.h"
+#include "parse.h"
+
 
 /* "64M" -> 67108864; K, M, G, T are powers of 1024. -1 when malformed. */
 int64_t cli_parse_size(const char *s)

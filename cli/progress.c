@@ -5,7 +5,9 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-#include "common.h"
+#include "parse.h"
+#include "progress.h"
+#include "sys.h"
 
 static struct {
 	bool on, drawn;

@@ -7,7 +7,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common.h"
+#include "psplice.h"
+#include "opts.h"
+#include "out.h"
+#include "sys.h"
 
 #ifndef PSPLICE_BENCH_PATH
 #define PSPLICE_BENCH_PATH "/usr/local/libexec/psplice/psplice-bench"

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "cp.h"
+#include "out.h"
 
 #define ACL_ACCESS "system.posix_acl_access"
 #define ACL_DEFAULT "system.posix_acl_default"

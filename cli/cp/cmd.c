@@ -11,6 +11,8 @@
 
 #include "cp.h"
 #include "dirty.h"
+#include "out.h"
+#include "parse.h"
 
 enum {
 	OPT_SYNC = 0x200, OPT_WRITE_BEHIND, OPT_NO_WRITE_BEHIND, OPT_REFLINK, OPT_PROGRESS,

@@ -1,5 +1,5 @@
 /* psplice cp: the folder's header, what its files share. The command
- * offers the rest of psplice one thing, cli_cmd_cp (common.h). Its files:
+ * offers the rest of psplice one thing, cli_cmd_cp (opts.h). Its files:
  *   cmd.c       the options, and the command's entry
  *   operands.c  where each SOURCE goes
  *   tree.c      walks a tree, with a pool of threads (pool.c, pool.h),
@@ -22,7 +22,8 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
-#include "common.h"
+#include "copy.h"
+#include "opts.h"
 
 /* On a terminal, a copy of this size or more shows its progress. */
 #define CP_PROGRESS_MIN ((off_t)64 << 20)

@@ -12,6 +12,9 @@
 #include <unistd.h>
 
 #include "cp.h"
+#include "out.h"
+#include "parse.h"
+#include "progress.h"
 
 enum way {
 	WAY_CLONE,     /* --reflink=always: shared extents or nothing */

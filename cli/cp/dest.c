@@ -11,6 +11,8 @@
 #include <unistd.h>
 
 #include "cp.h"
+#include "out.h"
+#include "sys.h"
 
 int cp_refuse_same(const char *src, const char *dst)
 {

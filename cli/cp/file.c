@@ -12,6 +12,8 @@
 #include <unistd.h>
 
 #include "cp.h"
+#include "out.h"
+#include "sys.h"
 
 /* -f: a file we may not write (a read-only mode for a user, a running
  * program, a FIFO in a tree that no one reads) can still be replaced, if

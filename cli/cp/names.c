@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cp.h"
+#include "out.h"
 
 /* dir/name, made twice for every entry of a tree: by hand, as asprintf
  * would parse its format each time. */

@@ -11,6 +11,8 @@
 #include <unistd.h>
 
 #include "cp.h"
+#include "out.h"
+#include "sys.h"
 
 /* A symbolic link is copied as a link, to the same target, as cp -r does:
  * following it could copy a whole other tree, or loop. */

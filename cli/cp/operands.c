@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "cp.h"
+#include "out.h"
 
 /* "dir" + "x/y/" -> "dir/y" */
 static char *path_in_dir(const char *dir, const char *src)

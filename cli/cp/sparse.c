@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cp.h"
+#include "progress.h"
 
 /* Read at a time: a multiple of the block size. */
 #define ZEROS_BUF ((size_t)128 << 10)

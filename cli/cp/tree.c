@@ -14,6 +14,8 @@
 
 #include "cp.h"
 #include "pool.h"
+#include "out.h"
+#include "sys.h"
 
 /* Levels of a tree whose two directories stay open: 64, or an eighth of
  * the descriptors we may open (with -j, of those left once each thread

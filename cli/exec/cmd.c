@@ -10,7 +10,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common.h"
+#include "copy.h"
+#include "opts.h"
+#include "out.h"
+#include "parse.h"
 #include "exec.h"
 
 #ifndef PSPLICE_PRELOAD_PATH

@@ -1,4 +1,9 @@
-/* psplice exec: whether the command it runs will load the preload library. */
+/* psplice exec: the folder's header. The command offers the rest of
+ * psplice one thing, cli_cmd_exec (opts.h). Its files:
+ *   cmd.c    the options, and running the command with the preload
+ *            library in its environment
+ *   loads.c  whether the command it runs will load that library (-v)
+ * cmd.c calls loads.c, which calls nothing of cmd.c. */
 #ifndef CLI_EXEC_H
 #define CLI_EXEC_H
 

@@ -25,7 +25,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
-#include "common.h"
+#include "out.h"
 #include "exec.h"
 
 /* The kernel follows at most this many interpreters (BINPRM_MAX_RECURSION

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "relay.h"
+#include "out.h"
 
 #define FIRST_FD 3            /* SD_LISTEN_FDS_START */
 #define MAX_FDS 4096          /* far more than a socket unit lists */

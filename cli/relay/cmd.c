@@ -21,6 +21,9 @@
 #include <unistd.h>
 
 #include "relay.h"
+#include "opts.h"
+#include "out.h"
+#include "parse.h"
 
 enum { OPT_MAX_CONNS = 0x200, OPT_IDLE, OPT_CONNECT, OPT_DRAIN, OPT_STATS, OPT_COPY,
        OPT_LOWAT, OPT_NAGLE, OPT_REUSEPORT, OPT_UNIX_MODE, OPT_LOG_FORMAT, OPT_LOG,

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "relay.h"
+#include "out.h"
 
 const char *const relay_dir_name[2] = { "client->target", "target->client" };
 

@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "relay.h"
+#include "out.h"
 
 /* A record being built; its size is more than any record needs (two
  * addresses of at most 128 bytes, each escaped to at most 6 per byte). */

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "relay.h"
+#include "out.h"
 
 /* For messages: "127.0.0.1:80", "[::1]:80", "unix:/run/x". */
 void addr_text(const struct sockaddr *sa, socklen_t len, char *buf, size_t size)

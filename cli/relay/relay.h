@@ -18,7 +18,9 @@
 #include <sys/socket.h>
 #include <sys/types.h>
 
-#include "common.h"
+#include "psplice.h"
+#include "addr.h"
+#include "sys.h"
 #include "proxy_hdr.h"
 
 #define CHUNK (1u << 20)     /* asked of each move */

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "relay.h"
+#include "out.h"
 
 #define READY_ENV "PSPLICE_RELAY_READY_FD"
 #define FIRST_FD 3             /* SD_LISTEN_FDS_START */

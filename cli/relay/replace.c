@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "relay.h"
+#include "out.h"
 
 /* The sockets taken so far, and the text of PID's other listeners. */
 struct taken {

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "relay.h"
+#include "out.h"
 
 /* Which candidate is better: an up target before a down one (a down one
  * is tried only when every up one failed: it may be back already), then,

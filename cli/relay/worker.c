@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "relay.h"
+#include "out.h"
 
 static void set_events(struct worker *w, struct handle *h, uint32_t events)
 {

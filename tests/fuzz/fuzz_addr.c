@@ -7,7 +7,7 @@
 #include <string.h>
 #include <sys/un.h>
 
-#include "common.h"
+#include "addr.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

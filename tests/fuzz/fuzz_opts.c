@@ -17,7 +17,8 @@
 #include <unistd.h>
 
 #include "bench.h"
-#include "common.h"
+#include "opts.h"
+#include "out.h"
 
 #define MAX_ARGS 40
 

@@ -1,0 +1,30 @@
+/* Messages: cp/cat-style lines on standard error or a log file, each in
+ * one write(2); file names quoted for them; the exit check (out.c). */
+#ifndef CLI_OUT_H
+#define CLI_OUT_H
+
+#include <stddef.h>
+
+#define CLI_NAME "psplice"
+
+/* "psplice: MSG: strerror(err)" on stderr (no ": ..." when err is 0), after
+ * what stdout holds. Like every message here, one write(2) of the whole
+ * line, so that lines from several threads never mix; errno is kept. */
+void cli_error(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* "psplice: MSG" on stderr, in one write(2); errno is kept. */
+void cli_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The same line on fd (a log file opened O_APPEND). */
+void cli_say_to(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* buf, a whole line, written to fd; a write that fails fails the command
+ * at exit, as a lost message does. */
+void cli_put(int fd, const char *buf, size_t len);
+/* name in single quotes, control characters shown as '?'. Storage of the
+ * calling thread's, a few calls may be live at once. */
+const char *cli_quote(const char *name);
+
+/* Register the check that standard output was written (for --help and
+ * --version into a full disk or a closed pipe), and that no message failed
+ * to reach standard error: either ends the command with status 1. */
+void cli_check_stdout_at_exit(void);
+
+#endif
