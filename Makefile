@@ -213,10 +213,10 @@ check-tsan:
 # valgrind knows (it does not know cachestat, used by the sync tests).
 VALGRIND_TESTS := t_basic t_badinput t_fail_epipe t_fail_enospc t_fail_eisdir \
 	t_pitfall_stranded t_pitfall_append t_pitfall_overlap t_pitfall_sigpipe \
-	t_pitfall_tty t_fail_eintr t_threads t_pair t_contract_edges t_pending t_tee
+	t_pitfall_tty t_fail_eintr t_threads t_pair t_contract_edges t_pending t_tee t_oneshot_change
 # The real-fault tests (tests/t_fault_*.c): those with threads also under
 # TSan; the fast ones under valgrind (the signal storm is too slow there).
-FAULT_TSAN_TESTS := t_fault_threads16 t_fault_truncate
+FAULT_TSAN_TESTS := t_fault_threads16 t_fault_truncate t_oneshot_change
 VALGRIND_TESTS += t_fault_rlimit t_fault_odirect t_fault_pipesize t_fault_ext4 t_fault_regrow
 check-valgrind: tests
 	$(Q)PSPLICE_TEST_WRAP="valgrind -q --error-exitcode=99 --leak-check=full \
