@@ -1,5 +1,5 @@
 /* tee(2): the input pipe's pages duplicated into the output pipe, the
- * input keeping them. Fan-out (tee_serve.c) runs it for each sink but the
+ * input keeping them. Fan-out (tee_sink.c) runs it for each sink but the
  * last, which takes the pages themselves by the splice path. */
 #include <errno.h>
 

@@ -1,5 +1,6 @@
-/* Fan-out (tee.c, tee_serve.c): what a tee and its sinks are, and the one
- * call from its public calls (tee.c) into its steps (tee_serve.c). */
+/* Fan-out (tee.c, tee_serve.c, tee_sink.c): what a tee and its sinks are,
+ * and the one call from its public calls (tee.c) into its steps
+ * (tee_serve.c, which serves each sink by tee_sink.c). */
 #ifndef PS_TEE_H
 #define PS_TEE_H
 
