@@ -15,6 +15,8 @@
 #include "relay.h"
 #include "out.h"
 
+const char *const relay_dir_name[2] = { "client->target", "target->client" };
+
 /* A record being built; its size is more than any record needs (two
  * addresses of at most 128 bytes, each escaped to at most 6 per byte). */
 struct rec {

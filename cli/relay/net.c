@@ -1,6 +1,6 @@
-/* psplice relay: addresses and sockets. The text of an address for
- * messages, the listeners (made before any worker starts, so that an error
- * exits 1), and the options each connection's TCP sockets get. */
+/* psplice relay: the listeners, made before any worker starts (so that an
+ * error exits 1), or taken from a service manager (activate.c) or from
+ * the relay this one replaces (replace.c); their text for messages. */
 #include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -16,26 +16,6 @@
 
 #include "relay.h"
 #include "out.h"
-
-/* For messages: "127.0.0.1:80", "[::1]:80", "unix:/run/x". */
-void addr_text(const struct sockaddr *sa, socklen_t len, char *buf, size_t size)
-{
-	char host[INET6_ADDRSTRLEN], port[8];
-
-	if (sa->sa_family == AF_UNIX) {
-		const struct sockaddr_un *un = (const struct sockaddr_un *)sa;
-
-		snprintf(buf, size, "unix:%s", len > offsetof(struct sockaddr_un, sun_path) &&
-			 un->sun_path[0] ? un->sun_path : "(unnamed)");
-		return;
-	}
-	if (getnameinfo(sa, len, host, sizeof(host), port, sizeof(port),
-			NI_NUMERICHOST | NI_NUMERICSERV)) {
-		snprintf(buf, size, "?");
-		return;
-	}
-	snprintf(buf, size, sa->sa_family == AF_INET6 ? "[%s]:%s" : "%s:%s", host, port);
-}
 
 /* A unix socket file nobody listens on (a relay that was killed left it):
  * connecting to it is refused. */
@@ -89,27 +69,6 @@ fail:
 	return -err;
 }
 
-/* Each worker's handles of the r->nlisten listeners, in one block that
- * free_listeners frees; no fd yet. */
-int listener_handles(struct relay *r, struct worker *w)
-{
-	size_t n = (size_t)r->nlisten;
-	struct handle *h = calloc((size_t)r->jobs * n, sizeof(*h));
-	size_t k;
-	int i;
-
-	if (!h) {
-		cli_error(ENOMEM, "relay");
-		return -1;
-	}
-	for (i = 0; i < r->jobs; i++) {
-		w[i].listeners = h + (size_t)i * n;
-		for (k = 0; k < n; k++)
-			w[i].listeners[k].fd = -1;
-	}
-	return 0;
-}
-
 void free_listeners(struct relay *r, struct worker *w)
 {
 	free(w[0].listeners);
@@ -143,8 +102,8 @@ void listener_text(const struct relay *r, const struct worker *w, int k, char *b
  * so a second relay started by mistake would do so silently: only when
  * asked. Unix: a stale socket file is replaced, a live one is not.
  * LISTEN "-", or a relay started by a reload: the sockets passed
- * (relay_activate.c); --replace: those of the relay replaced
- * (relay_replace.c). */
+ * (activate.c); --replace: those of the relay replaced
+ * (replace.c). */
 int make_listeners(struct relay *r, struct worker *w)
 {
 	struct sockaddr_storage ss = r->listen.ss;
@@ -179,16 +138,3 @@ int make_listeners(struct relay *r, struct worker *w)
 	return 0;
 }
 
-/* TCP sockets of a connection: no Nagle delay (a relay that holds a small
- * reply back for an ACK adds its 40 ms to every request), and, if asked, a
- * bound on the bytes queued unsent. Other sockets ignore both. */
-void tune(const struct relay *r, int fd)
-{
-	int one = 1;
-
-	if (!r->nagle)
-		(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	if (r->notsent_lowat)
-		(void)setsockopt(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &r->notsent_lowat,
-				 sizeof(r->notsent_lowat));
-}

@@ -79,8 +79,10 @@ static bool ended(int fd)
 /* The header as the client sent it so far: looked at with MSG_PEEK, and
  * once whole and valid, taken off the socket exactly, so that the first
  * byte the splice sees is the client's first. A bad one is never passed
- * on: the connection is closed before TARGET is even connected. */
-void proxy_read(struct worker *w, struct conn *c)
+ * on: the connection is closed before TARGET is even connected. True when
+ * the header was read whole, and TARGET is next; false while more is to
+ * come, or when the connection was closed. */
+bool proxy_read(struct worker *w, struct conn *c)
 {
 	unsigned char buf[PROXY_MAX];
 	struct proxy_addrs a;
@@ -94,7 +96,7 @@ void proxy_read(struct worker *w, struct conn *c)
 		if (n < 0) {
 			if (errno != EAGAIN)
 				drop(w, c, errno);
-			return;
+			return false;
 		}
 		got = proxy_parse(buf, (size_t)n, &a);
 		if (got || n == 0 || (size_t)n < want || wanted(buf, n) <= want)
@@ -106,10 +108,10 @@ void proxy_read(struct worker *w, struct conn *c)
 	 * time limit ends the wait. The end of the stream after it, which a
 	 * peek cannot see behind the bytes, makes it a truncated one. */
 	if (got == 0 && n > 0 && !ended(c->client.fd))
-		return;
+		return false;
 	if (got <= 0 || recv(c->client.fd, buf, (size_t)got, 0) != got) {
 		drop(w, c, EPROTO);
-		return;
+		return false;
 	}
 	c->awaiting = false;
 	if (a.known)
@@ -123,7 +125,7 @@ void proxy_read(struct worker *w, struct conn *c)
 	}
 	if (!w->r->json)
 		log_open(w->r, c);
-	conn_target(w, c);
+	return true;
 }
 
 /* What is left of the header to TARGET: 0 when all is sent, 1 when the

@@ -1,12 +1,26 @@
-/* psplice relay: what its files share. cmd_relay.c reads the options and
- * runs the main thread (signals, stats, the end); relay_worker.c runs each
- * worker's event loop; relay_conn.c moves one connection; relay_net.c makes
- * the sockets, relay_activate.c takes those a service manager passed,
- * relay_reload.c hands them to the relay that replaces this one and
- * relay_replace.c takes them from the relay this one replaces;
- * relay_proxy.c reads and writes PROXY protocol headers; relay_rate.c
- * holds the token buckets of --rate and --rate-total; relay_log.c writes
- * each connection's record. */
+/* psplice relay: the folder's header, what its files share. The command
+ * offers the rest of psplice one thing, cli_cmd_relay (opts.h). Its files,
+ * each calling only those below it:
+ *   cmd.c        the options and operands, the log file; then
+ *   supervise.c  the main thread: listeners, workers, signals, the stats
+ *                line, drain, SIGUSR2 reload, the takeover, the end
+ *   net.c        makes the listeners, or has them taken by
+ *   activate.c   from a service manager (socket activation), or by
+ *   replace.c    from the running relay --replace names
+ *   reload.c     hands the listeners to the relay that replaces this one
+ *   worker.c     a worker's epoll loop: accepts, timeouts, the drain
+ *   conn.c       one connection's state machine: connect, the two pairs
+ *   proxy.c      the PROXY protocol on a connection (proxy_hdr.c: its
+ *                header, parsed and written)
+ *   close.c      the end of a connection: its close or reset, its record
+ *   targets.c    which TARGET, failover, the health checks
+ *   log.c        the records and lines a connection leaves
+ *   rate.c       the token buckets of --rate and --rate-total
+ *   watch.c      what the worker's epoll set waits for
+ *   sock.c       an address's text, the listeners' handles, TCP options
+ * A connection does not call its worker back: it sets what it waits for
+ * through watch.c, below both, and returns; the PROXY reader says whether
+ * the header is whole and the connection goes on to TARGET itself. */
 #ifndef CLI_RELAY_H
 #define CLI_RELAY_H
 
@@ -43,7 +57,7 @@
 #define RATE_MAX (1ull << 40) /* --rate and --rate-total: 1 TiB/s at most */
 
 /* --rate or --rate-total: bytes a second (0: no limit) and the bucket's
- * size (relay_rate.c). The state of each bucket is its "empty at" time. */
+ * size (rate.c). The state of each bucket is its "empty at" time. */
 struct rate {
 	uint64_t bps;
 	uint64_t burst;      /* tokens a bucket holds at most */
@@ -118,7 +132,7 @@ struct relay {
 	atomic_uint_fast64_t copied;     /* delivered through user memory */
 	struct note accept_failed;
 	int done_fd;                     /* eventfd: a worker has finished */
-	char *re_path, **re_argv;        /* what a reload runs (relay_reload.c) */
+	char *re_path, **re_argv;        /* what a reload runs (reload.c) */
 	int ready_fd;                    /* started by a reload: say so here; or -1 */
 	atomic_bool handed_over;         /* a reload or --replace took the listeners */
 	atomic_bool listener_lost;       /* another process shut a listener down */
@@ -215,20 +229,28 @@ static inline int64_t now_ms(void)
 	return cli_now_ns() / 1000000;
 }
 
-/* relay_net.c */
+/* supervise.c: the main thread, from the listeners to the end; the
+ * command's exit status. */
+int relay_run(struct relay *r);
+
+/* sock.c: an address's text for messages, each worker's handles of the
+ * listeners (no fd yet; free_listeners frees them), a connection's TCP
+ * options. */
 void addr_text(const struct sockaddr *sa, socklen_t len, char *buf, size_t size);
 int listener_handles(struct relay *r, struct worker *w);
+void tune(const struct relay *r, int fd);
+
+/* net.c: the listeners, made or taken, before any worker starts. */
 int make_listeners(struct relay *r, struct worker *w);
 void free_listeners(struct relay *r, struct worker *w);
 void listener_text(const struct relay *r, const struct worker *w, int k, char *buf,
 		   size_t size);
-void tune(const struct relay *r, int fd);
 
-/* relay_activate.c */
+/* activate.c */
 int inherit_listeners(struct relay *r, struct worker *w);
 void free_names(char **names);
 
-/* relay_reload.c */
+/* reload.c */
 char *slurp(const char *path, size_t *len);
 int reload_prepare(struct relay *r);
 void reload_free(struct relay *r);
@@ -237,24 +259,30 @@ int reload_say_ready(struct relay *r);
 pid_t reload_start(struct relay *r, struct worker *w, int *ready_rd);
 bool reload_ended(struct relay *r, pid_t pid, int fd);
 
-/* relay_replace.c */
+/* replace.c */
 int replace_take(struct relay *r, struct worker *w);
 int replace_finish(struct relay *r);
 int replace_forward(pid_t child, pid_t serving);
 
-/* relay_worker.c */
+/* worker.c */
 void note_error(struct note *n, int err);
 void note_flush(struct note *n, bool final);
-void update_interest(struct worker *w, struct conn *c);
-void unwatch(struct worker *w, struct handle *h);
-void listener_on(struct worker *w, bool on);
 int worker_init(struct relay *r, struct worker *w);
 void *worker_main(void *arg);
 
-/* relay_conn.c */
+/* watch.c: what the worker's epoll set waits for: h's events (0: out of
+ * the set), a connection's from its state, the listeners on or off. */
+void set_events(struct worker *w, struct handle *h, uint32_t events);
+void update_interest(struct worker *w, struct conn *c);
+void unwatch(struct worker *w, struct handle *h);
+void listener_on(struct worker *w, bool on);
+
+/* close.c: the end of a connection, its record and its reset or close. */
+void conn_close(struct worker *w, struct conn *c, const struct ending *e);
+
+/* conn.c */
 void conn_open(struct worker *w, int cfd, const struct sockaddr *sa, socklen_t len);
 void conn_event(struct worker *w, struct conn *c, struct handle *h);
-void conn_close(struct worker *w, struct conn *c, const struct ending *e);
 void connect_failed(struct worker *w, struct conn *c, int err);
 void conn_idle(struct worker *w, struct conn *c);
 int64_t conn_wake_at(const struct conn *c);
@@ -262,21 +290,21 @@ void conn_wake(struct worker *w, struct conn *c, int64_t now);
 void try_connect(struct worker *w, struct conn *c);
 int conn_target(struct worker *w, struct conn *c);
 
-/* relay_rate.c */
+/* rate.c */
 void rate_init(struct rate *rt, uint64_t bps);
 uint64_t bucket_allows(const struct rate *rt, atomic_int_fast64_t *empty_at, int64_t now,
 		       int64_t *ready);
 void bucket_spend(const struct rate *rt, atomic_int_fast64_t *empty_at, int64_t now,
 		  uint64_t n);
 
-/* relay_proxy.c */
+/* proxy.c */
 void proxy_prepare(const struct relay *r, struct conn *c);
 void proxy_start(struct worker *w, struct conn *c);
-void proxy_read(struct worker *w, struct conn *c);
+bool proxy_read(struct worker *w, struct conn *c);
 void proxy_timeout(struct worker *w, struct conn *c);
 int proxy_send(struct conn *c);
 
-/* relay_targets.c */
+/* targets.c */
 void targets_text(const struct relay *r, char *buf, size_t size);
 struct target *target_pick(struct relay *r, struct conn *c);
 void target_leave(struct relay *r, struct conn *c);
@@ -285,7 +313,7 @@ void target_up(struct relay *r, struct target *t);
 int checker_start(struct relay *r);
 void checker_stop(struct relay *r);
 
-/* relay_log.c */
+/* log.c */
 void log_open(struct relay *r, struct conn *c);
 void log_close(struct relay *r, const struct conn *c, const struct ending *e, bool cut);
 

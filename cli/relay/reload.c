@@ -2,7 +2,7 @@
  * command line it was started with, from the path its program was found at
  * when it started (a package upgrade puts a new file there), and hands the
  * new process its listening sockets as a service manager would (LISTEN_FDS,
- * relay_activate.c). The sockets are the same kernel objects in both
+ * activate.c). The sockets are the same kernel objects in both
  * processes, so a client connecting meanwhile is queued, never refused. The
  * new process says on a pipe that it serves; only then does this one stop
  * accepting and drain. A new process that fails leaves this one serving. */

@@ -15,73 +15,6 @@
 #include "relay.h"
 #include "out.h"
 
-static void set_events(struct worker *w, struct handle *h, uint32_t events)
-{
-	struct epoll_event ev = { .events = events, .data.ptr = h };
-	int op;
-
-	if (events == h->events)
-		return;
-	/* An fd nobody waits on is taken out of the set: a hangup on it would
-	 * otherwise be reported again and again (EPOLLHUP cannot be masked). */
-	op = !events ? EPOLL_CTL_DEL : h->events ? EPOLL_CTL_MOD : EPOLL_CTL_ADD;
-	if (epoll_ctl(w->ep, op, h->fd, &ev) == 0 || op == EPOLL_CTL_DEL)
-		h->events = events;
-}
-
-/* Out of the epoll set, before its fd is closed (conn_close). */
-void unwatch(struct worker *w, struct handle *h)
-{
-	set_events(w, h, 0);
-}
-
-/* Each fd waits for what the directions using it wait for, nothing else. */
-void update_interest(struct worker *w, struct conn *c)
-{
-	uint32_t ev[2] = { 0, 0 };   /* client, target */
-	int i;
-
-	/* Edge-triggered: a header half there stays readable, and each
-	 * arrival is what is worth another look. */
-	if (c->awaiting) {
-		set_events(w, &c->client, EPOLLIN | EPOLLRDHUP | EPOLLET);
-		return;
-	}
-	if (c->connecting) {
-		/* A socket between two connect attempts has nothing to say. */
-		set_events(w, &c->target, c->retry_at ? 0 : EPOLLOUT);
-		return;
-	}
-	for (i = 0; i < 2; i++) {
-		struct dir *d = &c->d[i];
-
-		if (d->state == D_READ)
-			ev[d->in == &c->target] |= EPOLLIN;
-		else if (d->state == D_WRITE)
-			ev[d->out == &c->target] |= EPOLLOUT;
-	}
-	/* --send-proxy*: the rest of the header, before either direction. */
-	if (c->hdr_off < c->hdr_len)
-		ev[1] |= EPOLLOUT;
-	set_events(w, &c->client, ev[0]);
-	set_events(w, &c->target, ev[1]);
-}
-
-void listener_on(struct worker *w, bool on)
-{
-	/* EPOLLEXCLUSIVE: a shared listener wakes one worker, not all. */
-	uint32_t ev = EPOLLIN | (w->r->shared ? EPOLLEXCLUSIVE : 0);
-	int i;
-
-	/* Closed at the drain: nothing to turn on or off any more. */
-	if (w->listeners[0].fd < 0)
-		return;
-	/* EPOLLEXCLUSIVE cannot be modified, only added and deleted. */
-	for (i = 0; i < w->r->nlisten; i++)
-		set_events(w, &w->listeners[i], on ? ev : 0);
-	w->paused = !on;
-}
-
 /* Take a slot under --max-conns, or say there is none. */
 static bool reserve_slot(struct relay *r)
 {
@@ -145,6 +78,42 @@ void note_flush(struct note *n, bool final)
 	pthread_mutex_unlock(&n->lock);
 }
 
+/* Listeners off for a while: accept again at the next sweep. */
+static void pause_for_retry(struct worker *w)
+{
+	listener_on(w, false);
+	if (now_ms() + RETRY_MS < w->next_check)
+		w->next_check = now_ms() + RETRY_MS;
+}
+
+/* accept(2) failed with err, which is not EINTR, ECONNABORTED or EAGAIN. */
+static void accept_failed(struct worker *w, int err)
+{
+	/* Draining: another worker shut the shared listener down, which
+	 * wakes this one too; not an error to report. */
+	if (err == EINVAL && atomic_load(&w->r->draining)) {
+		listener_on(w, false);
+		return;
+	}
+	/* Not draining: another process holding the socket shut it down
+	 * (the relay this one replaced, stopped by a plain signal as it was
+	 * taken over). No client can come through it again: said once, and
+	 * the relay stops, exiting 1. */
+	if (err == EINVAL) {
+		listener_on(w, false);
+		if (!atomic_exchange(&w->r->listener_lost, true)) {
+			cli_error(EINVAL, "relay: the listening socket was shut down by "
+				  "another process; stopping");
+			kill(getpid(), SIGTERM);
+		}
+		return;
+	}
+	/* Out of fds: the queue stays readable, so pause rather than spin
+	 * on it, and say so without flooding the log while it lasts. */
+	note_error(&w->r->accept_failed, err);
+	pause_for_retry(w);
+}
+
 static void accept_some(struct worker *w, struct handle *l)
 {
 	struct sockaddr_storage ss;
@@ -152,11 +121,9 @@ static void accept_some(struct worker *w, struct handle *l)
 	int i, fd;
 
 	for (i = 0; i < ACCEPT_BATCH; i++) {
+		/* Others' connections may close: look again soon. */
 		if (!reserve_slot(w->r)) {
-			/* Others' connections may close: look again soon. */
-			listener_on(w, false);
-			if (now_ms() + RETRY_MS < w->next_check)
-				w->next_check = now_ms() + RETRY_MS;
+			pause_for_retry(w);
 			return;
 		}
 		len = sizeof(ss);
@@ -170,34 +137,8 @@ static void accept_some(struct worker *w, struct handle *l)
 		atomic_fetch_sub(&w->r->open, 1);
 		if (errno == EINTR || errno == ECONNABORTED)
 			continue;
-		/* Draining: another worker shut the shared listener down,
-		 * which wakes this one too; not an error to report. */
-		if (errno == EINVAL && atomic_load(&w->r->draining)) {
-			listener_on(w, false);
-			return;
-		}
-		/* Not draining: another process holding the socket shut it
-		 * down (the relay this one replaced, stopped by a plain
-		 * signal as it was taken over). No client can come through
-		 * it again: said once, and the relay stops, exiting 1. */
-		if (errno == EINVAL) {
-			listener_on(w, false);
-			if (!atomic_exchange(&w->r->listener_lost, true)) {
-				cli_error(EINVAL, "relay: the listening socket was shut down by "
-					  "another process; stopping");
-				kill(getpid(), SIGTERM);
-			}
-			return;
-		}
-		if (errno != EAGAIN) {
-			/* Out of fds: the queue stays readable, so pause
-			 * rather than spin on it, and say so without
-			 * flooding the log while it lasts. */
-			note_error(&w->r->accept_failed, errno);
-			listener_on(w, false);
-			if (now_ms() + RETRY_MS < w->next_check)
-				w->next_check = now_ms() + RETRY_MS;
-		}
+		if (errno != EAGAIN)
+			accept_failed(w, errno);
 		return;
 	}
 }

@@ -1,0 +1,101 @@
+/* psplice relay: the end of a connection. Its sockets closed, gently or
+ * with a reset when the relay cut the streams, its record written, its
+ * slot and its target given back. The worker, a connection and the PROXY
+ * reader end one here; it calls nothing above it. */
+#include <errno.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "relay.h"
+#include "out.h"
+
+/* Close without a reset: a client whose data we never read would get an
+ * RST from close(), so what it sent is read and dropped first (bounded). */
+static void close_gently(int fd)
+{
+	char sink[4096];
+	int i;
+
+	shutdown(fd, SHUT_WR);
+	for (i = 0; i < 16 && recv(fd, sink, sizeof(sink), MSG_DONTWAIT) > 0; i++)
+		;
+	close(fd);
+}
+
+/* Close with a reset (RST) rather than an end of stream (FIN): the
+ * peer's read fails with ECONNRESET, and a stream cut short cannot pass
+ * for a whole one. A unix socket has no reset: its peer reads the end. */
+static void close_reset(int fd)
+{
+	struct linger now = { .l_onoff = 1, .l_linger = 0 };
+
+	(void)setsockopt(fd, SOL_SOCKET, SO_LINGER, &now, sizeof(now));
+	close(fd);
+}
+
+/* Whether the relay ends a stream its sender had not ended, or drops
+ * bytes it took: then both sides are reset, the receiver of the cut
+ * stream so that it does not take what it got for the whole, the sender
+ * so that it knows not all of it arrived. A peer's error cuts what the
+ * other side sends or awaits; the drain timeout and a second stop signal
+ * cut connections still moving (one idle at that moment may be between
+ * two bursts). An idle timeout that drops nothing ends streams that were
+ * quiet for the whole timeout, as a server's own idle close does: an end
+ * of stream (FIN). */
+static bool cuts(const struct conn *c, const struct ending *e)
+{
+	if (c->connecting)
+		return false;
+	switch (e->how) {
+	case END_RST:
+	case END_ERROR:
+	case END_DRAIN:
+	case END_STOP: return true;
+	case END_IDLE: return c->d[0].pending || c->d[1].pending;
+	default: return false;
+	}
+}
+
+void conn_close(struct worker *w, struct conn *c, const struct ending *e)
+{
+	bool cut = cuts(c, e);
+	int i;
+
+	log_close(w->r, c, e, cut);
+	/* Out of the epoll set before the close: a relay starting its
+	 * replacement (SIGUSR2) has a child holding a copy of every fd until
+	 * it execs, and an fd closed here would stay registered meanwhile,
+	 * its events naming a connection already freed. */
+	unwatch(w, &c->client);
+	unwatch(w, &c->target);
+	if (c->connecting)
+		close_gently(c->client.fd);
+	else if (cut)
+		close_reset(c->client.fd);
+	else
+		close(c->client.fd);
+	if (c->target.fd >= 0 && cut)
+		close_reset(c->target.fd);
+	else if (c->target.fd >= 0)
+		close(c->target.fd);
+	/* What a pair still holds is handed back by psplice_pair_free: the
+	 * output is gone or stalled past its timeout, so it is dropped here,
+	 * counted in the report above. */
+	for (i = 0; i < 2; i++) {
+		psplice_pair_free(c->d[i].pair);
+		atomic_fetch_sub(&w->r->pending[i], (int_fast64_t)c->d[i].pending);
+	}
+	c->prev->next = c->next;
+	c->next->prev = c->prev;
+	w->nconns--;
+	/* Later events of this batch may name it: free it after them. */
+	c->dead = true;
+	c->next = w->dead;
+	w->dead = c;
+	target_leave(w->r, c);
+	atomic_fetch_sub(&w->r->open, 1);
+	/* A slot is free again: this worker may take the next client. */
+	if (w->paused && w->drain_end == NEVER)
+		listener_on(w, true);
+}

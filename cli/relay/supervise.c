@@ -1,0 +1,425 @@
+/* psplice relay's main thread, once the options are read (cmd.c): the
+ * listeners made, the workers started (worker.c), then signals and the
+ * stats line handled until the workers end: a stop drains, a second stop
+ * cuts, SIGUSR2 reloads (reload.c), a takeover (--replace) hands the
+ * listeners over; the counters said at the end. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/signalfd.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "relay.h"
+#include "out.h"
+
+static void print_stats(struct relay *r)
+{
+	cli_say("relay: connections %" PRIu64 " open, %" PRIu64 " total; bytes %" PRIu64
+		" %s, %" PRIu64 " %s; pending %" PRId64 " %s, %" PRId64 " %s; copied %" PRIu64,
+		(uint64_t)atomic_load(&r->open), (uint64_t)atomic_load(&r->total),
+		(uint64_t)atomic_load(&r->bytes[0]), relay_dir_name[0],
+		(uint64_t)atomic_load(&r->bytes[1]), relay_dir_name[1],
+		(int64_t)atomic_load(&r->pending[0]), relay_dir_name[0],
+		(int64_t)atomic_load(&r->pending[1]), relay_dir_name[1],
+		(uint64_t)atomic_load(&r->copied));
+}
+
+/* Every connected socket of the process set to close with a reset: the
+ * kernel would end each with a FIN when the process dies, and a stream cut
+ * there must not look ended to its peer. Only for workers that did not end
+ * in time (die_of): they may still run, so the fds are found in /proc
+ * rather than in their lists; one closed and reused under us is another of
+ * our sockets, cut all the same. A unix socket has no reset: its peer
+ * reads an end. */
+static void reset_all(void)
+{
+	struct linger now = { .l_onoff = 1, .l_linger = 0 };
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	int fd, listening;
+	socklen_t len;
+
+	while (d && (e = readdir(d))) {
+		fd = atoi(e->d_name);
+		len = sizeof(listening);
+		if (fd > STDERR_FILENO && fd != dirfd(d) &&
+		    getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) == 0 && !listening)
+			(void)setsockopt(fd, SOL_SOCKET, SO_LINGER, &now, sizeof(now));
+	}
+	if (d)
+		closedir(d);
+}
+
+/* Each worker looks at what the main thread changed once woken: the end
+ * of its drain, and r->cutting (start_drain). */
+static void wake_workers(const struct relay *r, struct worker *w)
+{
+	uint64_t one = 1;
+	int i;
+
+	for (i = 0; i < r->jobs; i++)
+		if (write(w[i].wake.fd, &one, sizeof(one)) < 0)
+			cli_error(errno, "relay: eventfd");
+}
+
+/* Whether every worker ended within CUT_WAIT_MS, on the monotonic clock
+ * (a step of the wall clock neither cuts the wait short nor stretches it). */
+static bool workers_ended(const struct relay *r, struct worker *w)
+{
+	struct timespec until;
+	int64_t ns;
+	int i;
+
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	ns = until.tv_nsec + (int64_t)CUT_WAIT_MS * 1000000;
+	until.tv_sec += ns / 1000000000;
+	until.tv_nsec = ns % 1000000000;
+	for (i = 0; i < r->jobs; i++)
+		if (pthread_clockjoin_np(w[i].thread, NULL, CLOCK_MONOTONIC, &until))
+			return false;
+	return true;
+}
+
+/* A second stop signal: the connections are not waited for, and each
+ * still open is reset. The workers do it (cutting), each connection's
+ * record saying so, and end: a connection that ends meanwhile ends as it
+ * would have, before the process goes, and is not reset by another thread
+ * as it closes, which would drop its unsent tail. A worker stuck past
+ * CUT_WAIT_MS (writing to a --log=FILE that does not drain) has the rest
+ * reset under it; a standard error that does not drain holds this thread
+ * too, at the message below.
+ * The relay ends as the signal's default action ends a program, not with
+ * an exit status of its own: a shell that sees its child killed by SIGINT
+ * stops the script it runs too, as it would for any program interrupted
+ * by Ctrl-C (an exit status of 130 would let the script go on). The
+ * kernel closes every socket. */
+static _Noreturn void die_of(struct relay *r, struct worker *w, int signo)
+{
+	uint64_t open = atomic_load(&r->open);
+	sigset_t set;
+
+	if (open)
+		cli_say("relay: stopping now: %" PRIu64 " connection%s cut", open,
+			open == 1 ? "" : "s");
+	atomic_store(&r->cutting, true);
+	wake_workers(r, w);
+	if (!workers_ended(r, w))
+		reset_all();
+	signal(signo, SIG_DFL);
+	sigemptyset(&set);
+	sigaddset(&set, signo);
+	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+	raise(signo);
+	_exit(128 + signo);
+}
+
+/* SIGTERM, SIGINT or SIGHUP: the first stops accepting and lets the open
+ * connections finish, and says so (someone who pressed Ctrl-C would
+ * otherwise wait on a silent relay); the second stops at once. */
+static void stop(struct relay *r, struct worker *w, int signo)
+{
+	uint64_t open = atomic_load(&r->open);
+
+	if (atomic_load(&r->draining))
+		die_of(r, w, signo);
+	if (open)
+		cli_say("relay: draining %" PRIu64 " connection%s (again to stop now)", open,
+			open == 1 ? "" : "s");
+	else if (r->verbose)
+		cli_say("relay: stopping: no connections to drain");
+	/* The socket file a new relay serves stays. */
+	if (r->listen.ss.ss_family == AF_UNIX && !atomic_load(&r->handed_over))
+		unlink(((struct sockaddr_un *)&r->listen.ss)->sun_path);
+	atomic_store(&r->draining, true);
+	wake_workers(r, w);
+}
+
+/* A reload under way: the new process and the pipe it says "ready" on;
+ * and the process a reload handed the service to, or -1. */
+struct reload {
+	pid_t pid;
+	int fd;
+	pid_t successor;
+};
+
+/* SIGUSR2: start the new relay, unless one is already starting or this one
+ * is draining (its listeners may be closed already). */
+static void reload(struct relay *r, struct worker *w, struct reload *re)
+{
+	if (atomic_load(&r->draining)) {
+		cli_say("relay: not reloading: draining");
+		return;
+	}
+	if (re->fd >= 0) {
+		cli_say("relay: not reloading: process %ld is starting already",
+			(long)re->pid);
+		return;
+	}
+	re->pid = reload_start(r, w, &re->fd);
+	if (re->pid < 0)
+		cli_say("relay: still serving (process %ld)", (long)getpid());
+}
+
+/* Process pid serves the listeners: this relay stops accepting and
+ * drains, the sockets left listening and a unix socket's file in place
+ * for it. Already draining, it goes on as it was: the stop signal that
+ * began it is not repeated, which would end it at once. */
+static void handed_over(struct relay *r, struct worker *w, pid_t pid, int signo)
+{
+	if (r->verbose)
+		cli_say("relay: process %ld serves in place of this one", (long)pid);
+	atomic_store(&r->handed_over, true);
+	if (!atomic_load(&r->draining))
+		stop(r, w, signo);
+}
+
+/* The new relay said it serves, or failed: in the first case this one
+ * stops accepting and drains, its listeners left to the new one. */
+static void reloaded(struct relay *r, struct worker *w, struct reload *re)
+{
+	bool ok = reload_ended(r, re->pid, re->fd);
+
+	re->fd = -1;
+	if (ok && !atomic_load(&r->draining)) {
+		re->successor = re->pid;
+		handed_over(r, w, re->pid, SIGUSR2);
+	}
+}
+
+/* Tell process pid that serving serves its listeners now. */
+static void tell_replaced(pid_t pid, pid_t serving)
+{
+	if (replace_forward(pid, serving) < 0)
+		cli_error(errno, "relay: cannot stop process %ld", (long)pid);
+}
+
+/* The relay a reload started and that has not said it serves is stopped
+ * with this one: it is this relay's child, not handed the service, and
+ * would otherwise go on alone. A stop signal stops it with a SIGTERM (the
+ * operator asked for none to serve, and this one removes a unix socket's
+ * file); a relay started with --replace that serves the listeners now
+ * (serving, its pid) is named to it as to this one, so that it leaves
+ * them to that relay. */
+static void stop_reload(struct reload *re, pid_t serving)
+{
+	if (re->fd < 0)
+		return;
+	cli_say("relay: stopping process %ld, which was starting to replace this one",
+		(long)re->pid);
+	if (serving)
+		tell_replaced(re->pid, serving);
+	else if (kill(re->pid, SIGTERM) < 0)
+		cli_error(errno, "relay: cannot stop process %ld", (long)re->pid);
+	close(re->fd);
+	re->fd = -1;
+}
+
+/* A relay started with --replace took this one's listeners after a reload
+ * had handed them on (the two crossed): the reload's relay serves them
+ * too, and is told as this one was, so that only the last one serves. */
+static void pass_on(struct reload *re, pid_t serving)
+{
+	if (re->successor < 0 || re->successor == serving)
+		return;
+	cli_say("relay: process %ld, which serves in place of this one, is replaced too",
+		(long)re->successor);
+	tell_replaced(re->successor, serving);
+	re->successor = -1;
+}
+
+static void stop_all(struct relay *r, struct worker *w, struct reload *re, int signo)
+{
+	stop_reload(re, 0);
+	stop(r, w, signo);
+}
+
+/* The signal of a relay started with --replace that serves this one's
+ * listeners now (replace.c). The same signal without the value is
+ * taken as a stop, as its default action would end the process. */
+static bool from_replacer(const struct signalfd_siginfo *si)
+{
+	return (int)si->ssi_signo == HANDOVER_SIGNAL && si->ssi_code == SI_QUEUE &&
+	       si->ssi_int == HANDOVER_VALUE;
+}
+
+/* One signal the main thread took from the signalfd (supervise). */
+static void on_signal(struct relay *r, struct worker *w, struct reload *re,
+		      const struct signalfd_siginfo *si)
+{
+	if (si->ssi_signo == SIGUSR1) {
+		print_stats(r);
+	} else if (si->ssi_signo == SIGUSR2) {
+		reload(r, w, re);
+	} else if (from_replacer(si)) {
+		stop_reload(re, (pid_t)si->ssi_pid);
+		pass_on(re, (pid_t)si->ssi_pid);
+		handed_over(r, w, (pid_t)si->ssi_pid, HANDOVER_SIGNAL);
+	} else {
+		stop_all(r, w, re, (int)si->ssi_signo);
+	}
+}
+
+/* Wait for the workers; SIGTERM, SIGINT and SIGHUP stop the relay (stop),
+ * SIGUSR1 and the stats interval print the counters, SIGUSR2 starts the
+ * relay that replaces this one; a relay started with --replace says it
+ * has taken this one's listeners. */
+static void supervise(struct relay *r, struct worker *w, int sfd)
+{
+	struct pollfd p[3] = { { .fd = sfd, .events = POLLIN },
+			       { .fd = r->done_fd, .events = POLLIN },
+			       { .fd = -1, .events = POLLIN } };
+	struct signalfd_siginfo si;
+	struct reload re = { .pid = -1, .fd = -1, .successor = -1 };
+	int running = r->jobs;
+	uint64_t v;
+	int64_t next_stats = r->stats_ms ? now_ms() + r->stats_ms : NEVER, now;
+
+	while (running > 0) {
+		now = now_ms();
+		if (now >= next_stats) {
+			print_stats(r);
+			next_stats = now + r->stats_ms;
+		}
+		p[2].fd = re.fd;
+		if (poll(p, 3, next_stats == NEVER ? -1 : (int)(next_stats - now)) < 0)
+			continue;
+		if ((p[1].revents & POLLIN) && read(r->done_fd, &v, sizeof(v)) == sizeof(v))
+			running -= (int)v;
+		/* The signal first: a stop or a takeover that came with the
+		 * new relay's "ready" stops that relay rather than hand it
+		 * the service. */
+		if ((p[0].revents & POLLIN) && read(sfd, &si, sizeof(si)) == sizeof(si))
+			on_signal(r, w, &re, &si);
+		if (p[2].revents && re.fd >= 0)
+			reloaded(r, w, &re);
+	}
+	if (re.fd >= 0)
+		close(re.fd);
+}
+
+/* Signals go to the signalfd alone: workers inherit the mask. A peer that
+ * went away must not end the relay: SIGPIPE is ignored before any pair is
+ * prepared, so the pairs' moves need no guard against it
+ * (psplice_pair_new(3)). The signalfd, or -1. */
+static int take_signals(void)
+{
+	sigset_t set;
+
+	signal(SIGPIPE, SIG_IGN);
+	/* Inherited as ignored, SIGCHLD would have a reload's relay reaped
+	 * as it ends, and its pid, which this one may still signal, free to
+	 * be another process's. */
+	signal(SIGCHLD, SIG_DFL);
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
+	sigaddset(&set, SIGUSR1);
+	sigaddset(&set, SIGUSR2);
+	sigaddset(&set, HANDOVER_SIGNAL);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	return signalfd(-1, &set, SFD_CLOEXEC);
+}
+
+/* "relay: listening on 127.0.0.1:8080, forwarding to ...": each listener,
+ * those a service manager passed with their names. */
+static void say_listening(const struct relay *r, const struct worker *w)
+{
+	char where[1024], one[300], to[1024];
+	size_t used = 0;
+	int k;
+
+	where[0] = '\0';
+	for (k = 0; k < r->nlisten && used < sizeof(where); k++) {
+		listener_text(r, w, k, one, sizeof(one));
+		used += (size_t)snprintf(where + used, sizeof(where) - used, "%s%s",
+					 k ? ", " : "", one);
+	}
+	targets_text(r, to, sizeof(to));
+	cli_say("relay: listening on %s, forwarding to %s, %d worker%s", where, to, r->jobs,
+		r->jobs == 1 ? "" : "s");
+}
+
+static void start_workers(const struct relay *r, struct worker *w)
+{
+	int i, err;
+
+	for (i = 0; i < r->jobs; i++) {
+		err = pthread_create(&w[i].thread, NULL, worker_main, &w[i]);
+		if (err) {
+			/* Workers already running use w: leave without freeing. */
+			cli_error(err, "relay: cannot start a worker");
+			exit(1);
+		}
+	}
+}
+
+static int serve(struct relay *r, struct worker *w)
+{
+	int sfd, i, status = 0;
+
+	if (make_listeners(r, w) < 0)
+		return 1;
+	sfd = take_signals();
+	r->done_fd = eventfd(0, EFD_CLOEXEC);
+	if (sfd < 0 || r->done_fd < 0) {
+		cli_error(errno, "relay");
+		return 1;
+	}
+	for (i = 0; i < r->jobs; i++)
+		if (worker_init(r, &w[i]) < 0) {
+			cli_error(errno, "relay: epoll");
+			return 1;
+		}
+	if (r->verbose)
+		say_listening(r, w);
+	if ((i = checker_start(r)))
+		cli_error(i, "relay: cannot start the target checker");
+	start_workers(r, w);
+	/* The relay replaced must not be left serving alongside this one
+	 * unknowing, nor this one serve when the one that started it is
+	 * gone (stopped meanwhile): this one goes, the sockets left as
+	 * they are. */
+	if (reload_say_ready(r) < 0 || replace_finish(r) < 0) {
+		atomic_store(&r->handed_over, true);
+		stop(r, w, SIGTERM);
+		status = 1;
+	}
+	supervise(r, w, sfd);
+	for (i = 0; i < r->jobs; i++)
+		pthread_join(w[i].thread, NULL);
+	if (atomic_load(&r->listener_lost))
+		status = 1;
+	checker_stop(r);
+	note_flush(&r->accept_failed, true);
+	if (r->verbose)
+		print_stats(r);
+	return status;
+}
+
+int relay_run(struct relay *r)
+{
+	struct worker *w = calloc((size_t)r->jobs, sizeof(*w));
+	int status;
+
+	if (!w) {
+		cli_error(ENOMEM, "relay");
+		return 1;
+	}
+	status = serve(r, w);
+	if (r->replace_fd >= 0)
+		close(r->replace_fd);
+	free_listeners(r, w);
+	reload_free(r);
+	free(w);
+	return status;
+}
