@@ -73,7 +73,7 @@ struct cp_at {
 /* --preserve=links: which copy each multiply-linked SOURCE inode got. */
 struct cp_links;
 
-/* The options, as cmd_cp.c reads them from the command line. */
+/* The options, as cmd.c reads them from the command line. */
 struct cp_opts {
 	struct cp_links *links; /* --preserve=links */
 	bool verbose;
