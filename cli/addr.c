@@ -4,6 +4,7 @@
 #include <netdb.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -58,13 +59,27 @@ int cli_split_addr(const char *s, char *host, size_t size, const char **port, bo
 		*port = end + 1;
 	}
 	hl = (size_t)(end - s);
+	/* ":PORT" to listen on: every IPv4 address, as HAProxy's bind and
+	 * socat's TCP-LISTEN take it ("[::]:PORT" for IPv6). */
+	if (!hl && passive && *s == ':' && **port) {
+		s = "0.0.0.0";
+		hl = strlen(s);
+	}
 	if (!hl || hl >= size || !**port) {
-		*why = "want HOST:PORT, [IPv6]:PORT or unix:PATH";
+		*why = !hl && *s == ':' ? "want HOST:PORT: a connection needs its HOST"
+					: "want HOST:PORT, [IPv6]:PORT or unix:PATH";
 		return -1;
 	}
 	memcpy(host, s, hl);
 	host[hl] = '\0';
 	return port_ok(*port, passive, why);
+}
+
+/* "udp:...", "udp4:...", "udp6:...", as socat writes them. */
+static bool datagram(const char *s)
+{
+	return !strncasecmp(s, "udp:", 4) || !strncasecmp(s, "udp4:", 5) ||
+	       !strncasecmp(s, "udp6:", 5);
 }
 
 /* "unix:/path", "[v6]:port", "host:port" -> a socket address. */
@@ -88,6 +103,10 @@ int cli_parse_addr(const char *s, struct cli_addr *a, bool passive, const char *
 		strcpy(un->sun_path, s + 5);
 		a->len = sizeof(*un);
 		return 0;
+	}
+	if (datagram(s)) {
+		*why = "UDP is not relayed: stream sockets only (TCP, unix)";
+		return -1;
 	}
 	if (cli_split_addr(s, host, sizeof(host), &port, passive, why) < 0)
 		return -1;

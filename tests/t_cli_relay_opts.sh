@@ -1,6 +1,7 @@
 #!/bin/sh
 # psplice relay's addresses and listeners, as a user meets them: ports out
-# of range and port 0 as a target refused; a second relay on the same
+# of range and port 0 as a target refused; UDP said to be UDP; ":PORT" to
+# listen on every IPv4 address (in a network namespace of its own); a second relay on the same
 # address refused unless --reuseport; a unix listener's mode, a stale socket
 # file replaced and a live one kept; SIGHUP ends the relay like SIGTERM and
 # removes its socket file. Every wait is bounded.
@@ -15,6 +16,47 @@ is $LINENO "psplice: invalid address '127.0.0.1:99999': port out of range (0 to 
 "$P" relay 127.0.0.1:0 127.0.0.1:0 2>err; rc=$?
 rc_is $LINENO 1
 is $LINENO "psplice: invalid address '127.0.0.1:0': port 0 is not a port to connect to" "$(head -1 err)"
+
+# UDP is said to be what it is, not a name that does not resolve.
+for a in udp:127.0.0.1:53 UDP6:[::1]:53; do
+	"$P" relay 127.0.0.1:0 "$a" 2>err; rc=$?
+	rc_is $LINENO 1
+	is $LINENO "psplice: invalid address '$a': UDP is not relayed: stream sockets only (TCP, unix)" \
+		"$(head -1 err)"
+done
+"$P" relay udp:127.0.0.1:0 127.0.0.1:80 2>err; rc=$?
+rc_is $LINENO 1
+is $LINENO "psplice: invalid address 'udp:127.0.0.1:0': UDP is not relayed: stream sockets only (TCP, unix)" \
+	"$(head -1 err)"
+# ":PORT" listens on every IPv4 address, as HAProxy's "bind :PORT"; a
+# TARGET needs its host.
+"$P" relay 127.0.0.1:0 :80 2>err; rc=$?
+rc_is $LINENO 1
+is $LINENO "psplice: invalid address ':80': want HOST:PORT: a connection needs its HOST" \
+	"$(head -1 err)"
+# Every address is bound only in a network namespace of the test's own,
+# where there is only loopback; a client on 127.0.0.1 gets through.
+if [ "$(id -u)" -ne 0 ] || ! unshare -n true 2>/dev/null || ! command -v ip >/dev/null; then
+	skip "LISTEN :PORT: needs root, unshare -n and ip(8) to bind in a namespace of its own"
+else
+	unshare -n sh -c '
+		ip link set lo up || exit 2
+		timeout 20 "$1" relay -v -j 1 :0 127.0.0.1:9 2>any.log & rp=$!
+		i=0
+		while ! grep -q "listening on" any.log && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+		port=$(sed -n "s/.*listening on 0\.0\.0\.0:\([0-9]*\),.*/\1/p" any.log)
+		[ -n "$port" ] || { kill $rp; exit 3; }
+		python3 -c "import socket, sys; s = socket.create_connection((\"127.0.0.1\", int(sys.argv[1])), 5); s.settimeout(5); s.recv(1)" "$port"
+		i=0
+		while ! grep -q "cannot connect" any.log && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+		kill $rp; wait $rp' - "$P"
+	rc=$?
+	rc_is $LINENO 0
+	grep -q -E "listening on 0\.0\.0\.0:[0-9]+, forwarding to 127\.0\.0\.1:9" any.log ||
+		fail $LINENO "LISTEN :0 did not listen on every IPv4 address: $(cat any.log)"
+	grep -q -E "#1 127\.0\.0\.1:[0-9]+ open" any.log ||
+		fail $LINENO "a client on 127.0.0.1 was not accepted on :PORT: $(cat any.log)"
+fi
 
 # A relay on a port, then another on the same one.
 "$P" relay -v -j 2 127.0.0.1:0 127.0.0.1:9 2>first.log &

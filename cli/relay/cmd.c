@@ -328,7 +328,8 @@ const struct cli_cmd cli_cmd_relay = {
 	.summary = "forward every connection accepted on LISTEN to a TARGET",
 	.help =
 	"Accept connections on LISTEN and forward each to TARGET, both directions\n"
-	"by splice through the kernel. Addresses: HOST:PORT, [IPv6]:PORT, unix:PATH.\n"
+	"by splice through the kernel. Addresses: HOST:PORT, [IPv6]:PORT, unix:PATH;\n"
+	"LISTEN :PORT is every IPv4 address. Streams only: UDP is not relayed.\n"
 	"LISTEN '-': the listening sockets systemd passed (socket activation,\n"
 	"LISTEN_FDS), every one served.\n"
 	"A half-close is passed on; SIGTERM, SIGINT or SIGHUP stops accepting and lets open\n"
