@@ -185,7 +185,7 @@ void conn_open(struct worker *w, int cfd, const struct sockaddr *sa, socklen_t l
 	w->nconns++;
 	c->connecting = true;
 	if (r->balance == BAL_ROUNDROBIN)
-		c->turn = (unsigned int)(atomic_fetch_add(&r->turn, 1) % (unsigned int)r->ntargets);
+		c->turn = (unsigned int)atomic_fetch_add(&r->turn, 1);
 	if (sa->sa_family != AF_UNIX)
 		tune(r, cfd);
 	if (r->accept_proxy) {

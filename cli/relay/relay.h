@@ -192,7 +192,7 @@ struct conn {
 	struct target *tgt;  /* the one tried last, connected to at the end */
 	bool counted;        /* in tgt->conns */
 	uint64_t tried;      /* 1 << index of each target tried */
-	unsigned int turn;   /* where the choice starts (roundrobin) */
+	unsigned int turn;   /* its place in roundrobin's count */
 	struct dir d[2];
 	bool connecting;
 	int64_t retry_at;    /* connect again then (unix target busy); 0: no */

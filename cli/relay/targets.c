@@ -33,17 +33,40 @@ static int rank(const struct relay *r, struct target *a, struct target *b)
 	return ca < cb ? -1 : ca > cb;
 }
 
+/* Roundrobin: of the targets c has not tried that rank as well as best
+ * (up before down), the (c->turn mod their number)-th in order, so that a
+ * target that is down shares its turns among the others rather than
+ * handing them all to the one after it. The ranks are read once: the
+ * checker may bring a target up meanwhile. */
+static int in_turn(const struct relay *r, const struct conn *c, int best)
+{
+	uint64_t equal = 0;
+	unsigned int n = 0, k;
+	int i;
+
+	for (i = 0; i < r->ntargets; i++)
+		if (!(c->tried & (UINT64_C(1) << i)) &&
+		    (i == best || rank(r, &r->targets[i], &r->targets[best]) == 0)) {
+			equal |= UINT64_C(1) << i;
+			n++;
+		}
+	k = c->turn % n;
+	for (i = 0; k || !(equal & (UINT64_C(1) << i)); i++)
+		if (equal & (UINT64_C(1) << i))
+			k--;
+	return i;
+}
+
 /* The next target for c, counted in its conns; NULL when c tried them
- * all. The scan starts at c->turn (0 for first): among equals, the first
- * met wins, so roundrobin goes in turn and leastconn spreads its ties. */
+ * all. Among equals the first met wins (first, leastconn), or the one
+ * whose turn it is (roundrobin). */
 struct target *target_pick(struct relay *r, struct conn *c)
 {
 	struct target *best = NULL;
-	int k, i, at = -1;
+	int i, at = -1;
 
 	target_leave(r, c);
-	for (k = 0; k < r->ntargets; k++) {
-		i = (int)((c->turn + (unsigned int)k) % (unsigned int)r->ntargets);
+	for (i = 0; i < r->ntargets; i++) {
 		if (c->tried & (UINT64_C(1) << i))
 			continue;
 		if (!best || rank(r, &r->targets[i], best) < 0) {
@@ -53,6 +76,10 @@ struct target *target_pick(struct relay *r, struct conn *c)
 	}
 	if (!best)
 		return NULL;
+	if (r->balance == BAL_ROUNDROBIN) {
+		at = in_turn(r, c, at);
+		best = &r->targets[at];
+	}
 	c->tried |= UINT64_C(1) << at;
 	c->tgt = best;
 	c->counted = true;
