@@ -39,9 +39,11 @@ is $LINENO "psplice: invalid address ':80': want HOST:PORT: a connection needs i
 if [ "$(id -u)" -ne 0 ] || ! unshare -n true 2>/dev/null || ! command -v ip >/dev/null; then
 	skip "LISTEN :PORT: needs root, unshare -n and ip(8) to bind in a namespace of its own"
 else
-	unshare -n sh -c '
+	# The whole namespace is bounded by timeout; the relay inside is
+	# stopped by its own SIGTERM, so its exit status is the relay's.
+	timeout 30 unshare -n sh -c '
 		ip link set lo up || exit 2
-		timeout 20 "$1" relay -v -j 1 :0 127.0.0.1:9 2>any.log & rp=$!
+		"$1" relay -v -j 1 :0 127.0.0.1:9 2>any.log & rp=$!
 		i=0
 		while ! grep -q "listening on" any.log && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
 		port=$(sed -n "s/.*listening on 0\.0\.0\.0:\([0-9]*\),.*/\1/p" any.log)
