@@ -30,7 +30,8 @@ extern "C" {
 #define PSPLICE_F_REFLINK    0x200u /* try FICLONERANGE first (file to file) */
 /* The caller keeps SIGPIPE ignored (SIG_IGN) and unblocked for as long as
  * it uses this call or pair: moves skip the SIGPIPE guard. EINVAL if SIGPIPE
- * is not ignored when the call is made or the pair prepared. */
+ * is not ignored when the pair is prepared, or at the first one-shot call of
+ * a thread that makes the promise (its later calls take it as kept). */
 #define PSPLICE_F_SIGPIPE_IGNORED 0x400u
 /* A copy (psplice_copy, psplice_pair_copy) that a signal handler interrupts
  * returns -1 with EINTR and its totals, as a single step does, instead of

@@ -2,8 +2,8 @@
  * plan (planner.c), then one step or a copy to the end, with SIGPIPE
  * guarded and the result published. A prepared pair (pair.c) keeps the
  * classification and the plan for many calls; psplice_ex and psplice_copy
- * make one on the stack for a single call, so every entry point goes
- * through the same code. */
+ * (oneshot.c) make one on the stack for a single call, so every entry
+ * point goes through the same code. */
 #include <errno.h>
 #include <string.h>
 
@@ -14,8 +14,6 @@
 #include "psplice.h"
 #include "sigpipe.h"
 #include "sys.h"
-
-#define KNOWN_FLAGS (PS_PLAN_FLAGS | PS_CALL_FLAGS)
 
 /* One call's state. */
 struct ps_call {
@@ -146,6 +144,14 @@ int ps__pair_init(struct psplice_pair *p, int fd_in, int fd_out, unsigned int fl
 									  PSPLICE_SIDE_IN);
 	if (p->in.kind == PS_K_DIR)
 		return refuse_call(p, res, EISDIR, PSPLICE_SIDE_IN);
+	ps__pair_plan(p, flags);
+	return 0;
+}
+
+/* The plan and the SIGPIPE policy for two classified fds; flags holds the
+ * planning flags alone. */
+void ps__pair_plan(struct psplice_pair *p, unsigned int flags)
+{
 	p->flags = flags;
 	ps__plan_make(&p->plan, &p->in, &p->out, flags);
 	ps__sigpipe_policy(&p->sig, ps__raises_sigpipe(&p->out), flags);
@@ -154,7 +160,7 @@ int ps__pair_init(struct psplice_pair *p, int fd_in, int fd_out, unsigned int fl
 							p->plan.short_raises));
 	p->sized = false; /* the sizes were just read */
 	p->holds = false;  /* a one-shot call parks */
-	return 0;
+	p->unsure = 0;
 }
 
 /* The offsets and the length of this call: refused before a byte moves. */
@@ -167,8 +173,10 @@ static int check_call(const struct psplice_pair *p, const int64_t *off_in,
 		return refuse_call(p, res, err, PSPLICE_SIDE_IN);
 	if ((err = check_offset(&p->out, off_out, len)))
 		return refuse_call(p, res, err, PSPLICE_SIDE_OUT);
-	/* pwrite(2) on an O_APPEND file appends whatever the offset says. */
-	if (off_out && ps__append(&p->out))
+	/* pwrite(2) on an O_APPEND file appends whatever the offset says. An
+	 * output a one-shot call recalled is a file that the first path's
+	 * call refuses itself when it is O_APPEND (oneshot.c). */
+	if (off_out && !(p->unsure & PS_UNSURE_OUT) && ps__append(&p->out))
 		return refuse_call(p, res, EINVAL, PSPLICE_SIDE_OUT);
 	/* No syscall will refuse a bad fd: a zero length does not excuse it. */
 	if (!len && (err = ps__unusable(&p->in, &p->out)))
@@ -176,16 +184,21 @@ static int check_call(const struct psplice_pair *p, const int64_t *off_in,
 	return 0;
 }
 
-/* Set up a call on a classified pair, or refuse it before a byte moves.
- * flags holds the per-call flags alone. */
+/* Set up a call on a classified pair, or refuse it before a byte moves
+ * (-1). flags holds the per-call flags alone. A refusal on sides recalled,
+ * not asked, may be the old fds': 1, the call must begin again. */
 static int call_begin(struct ps_call *c, struct psplice_pair *p, int64_t *off_in,
 		      int64_t *off_out, uint64_t len, unsigned int flags,
 		      struct psplice_result *res)
 {
 	const struct ps_endpoint *in = &p->in;
 
-	if (check_call(p, off_in, off_out, len, res) < 0)
-		return -1;
+	if (check_call(p, off_in, off_out, len, res) < 0) {
+		if (!p->unsure)
+			return -1;
+		*res = (struct psplice_result){ 0 };
+		return 1;
+	}
 	if (p->sized) {
 		/* The overlap refusal and clone measure the input as it is
 		 * now: `cat f >> f` is refused after f has grown too. */
@@ -197,7 +210,8 @@ static int call_begin(struct ps_call *c, struct psplice_pair *p, int64_t *off_in
 	}
 	c->x = (struct ps_xfer){ .in = in, .out = &p->out, .off_in = off_in,
 				 .off_out = off_out, .flags = p->flags | flags,
-				 .res = res, .hold = p->holds ? &p->hold : NULL };
+				 .res = res, .hold = p->holds ? &p->hold : NULL,
+				 .unsure = p->unsure };
 	c->plan = &p->plan;
 	c->pos = (struct ps_plan_pos){ .at = 0 };
 	c->want = len;
@@ -273,39 +287,36 @@ int ps__copy_return(const struct psplice_result *r, struct psplice_result *res)
 	return 0;
 }
 
+/* A step whose recalled sides the first path did not bear out moved
+ * nothing and raised no SIGPIPE: its result is cleared for the call to
+ * begin again. */
+static bool stale(struct ps_call *c, const struct psplice_pair *p)
+{
+	if (!c->x.stale)
+		return false;
+	*c->x.res = (struct psplice_result){ 0 };
+	ps__sigpipe_end(&c->sg, &p->sig, false);
+	return true;
+}
+
 /* One step on a classified pair: the body of psplice_ex and of
- * psplice_pair_move. flags holds the per-call flags alone. */
-void ps__call_step(struct psplice_pair *p, int64_t *off_in, int64_t *off_out,
+ * psplice_pair_move. flags holds the per-call flags alone. true: the
+ * pair's recalled sides were not borne out, nothing moved (oneshot.c). */
+bool ps__call_step(struct psplice_pair *p, int64_t *off_in, int64_t *off_out,
 		   size_t len, unsigned int flags, struct psplice_result *r)
 {
 	struct ps_call c;
+	int b = call_begin(&c, p, off_in, off_out, len, flags, r);
 
-	if (call_begin(&c, p, off_in, off_out, len, flags, r) < 0 || !len)
-		return;
+	if (b || !len)
+		return b > 0;
 	c.x.len = len;
 	guard_sigpipe(&c);
 	ps__plan_step(&c.x, c.plan, &c.pos);
+	if (stale(&c, p))
+		return true;
 	unguard_sigpipe(&c, p);
-}
-
-ssize_t psplice_ex(int fd_in, int64_t *off_in, int fd_out, int64_t *off_out,
-		   size_t len, unsigned int flags, struct psplice_result *res)
-{
-	struct psplice_result r = { 0 };
-	struct psplice_pair p;
-
-	if (len > PS_MAX_CHUNK)
-		len = PS_MAX_CHUNK;
-	if (ps__check_flags(flags, KNOWN_FLAGS, &r) == 0 &&
-	    ps__pair_init(&p, fd_in, fd_out, flags & PS_PLAN_FLAGS, &r) == 0)
-		ps__call_step(&p, off_in, off_out, len, flags & PS_CALL_FLAGS, &r);
-	return ps__step_return(&r, res);
-}
-
-ssize_t psplice(int fd_in, int64_t *off_in, int fd_out, int64_t *off_out,
-		size_t len, unsigned int flags)
-{
-	return psplice_ex(fd_in, off_in, fd_out, off_out, len, flags, NULL);
+	return false;
 }
 
 /* What the next step of a copy may move: what is left of len, and no byte
@@ -365,16 +376,17 @@ static bool retry_eintr(const struct ps_call *c, struct psplice_result *r)
 }
 
 /* psplice_copy's loop on a classified pair. flags holds the per-call flags
- * alone. */
-void ps__call_copy(struct psplice_pair *p, int64_t *off_in, int64_t *off_out,
+ * alone. true as for ps__call_step; only the first step can say so. */
+bool ps__call_copy(struct psplice_pair *p, int64_t *off_in, int64_t *off_out,
 		   uint64_t len, unsigned int flags, struct psplice_result *r)
 {
 	uint64_t before, room;
 	struct ps_call c;
 	bool end;
+	int b = call_begin(&c, p, off_in, off_out, len, flags, r);
 
-	if (call_begin(&c, p, off_in, off_out, len, flags, r) < 0)
-		return;
+	if (b)
+		return b > 0;
 	len = self_copy_len(&c, len);
 	copy_positions(&c, p, len);
 	/* With PSPLICE_F_EINTR the steps give up on EINTR as a single step
@@ -392,24 +404,15 @@ void ps__call_copy(struct psplice_pair *p, int64_t *off_in, int64_t *off_out,
 		c.x.len = room > SIZE_MAX ? SIZE_MAX : (size_t)room;
 		before = r->out_bytes;
 		ps__plan_step(&c.x, c.plan, &c.pos);
+		if (stale(&c, p))
+			return true;
 		if (retry_eintr(&c, r))
 			continue;
 		if (r->error || r->out_bytes == before)
 			break;
 	}
 	unguard_sigpipe(&c, p);
-}
-
-int psplice_copy(int fd_in, int64_t *off_in, int fd_out, int64_t *off_out,
-		 uint64_t len, unsigned int flags, struct psplice_result *res)
-{
-	struct psplice_result r = { 0 };
-	struct psplice_pair p;
-
-	if (ps__check_flags(flags, KNOWN_FLAGS, &r) == 0 &&
-	    ps__pair_init(&p, fd_in, fd_out, flags & PS_PLAN_FLAGS, &r) == 0)
-		ps__call_copy(&p, off_in, off_out, len, flags & PS_CALL_FLAGS, &r);
-	return ps__copy_return(&r, res);
+	return false;
 }
 
 const struct psplice_result *psplice_last(void)

@@ -43,6 +43,8 @@ struct psplice_pair {
 	bool short_raises;   /* a short move may have raised SIGPIPE */
 	bool holds;          /* a prepared pair with a non-seekable input:
 	                        what it takes and cannot deliver is pending */
+	unsigned char unsure;  /* a one-shot call's sides recalled, not asked:
+	                          PS_UNSURE_IN, PS_UNSURE_OUT (oneshot.c) */
 	pthread_mutex_t lock;  /* moves on a pair that holds take turns */
 	struct ps_hold hold;
 };
@@ -71,9 +73,10 @@ PS_HIDDEN int ps__check_enter(const void *obj, unsigned int flags, unsigned int 
 			      struct psplice_result *res);
 PS_HIDDEN int ps__pair_init(struct psplice_pair *p, int fd_in, int fd_out,
 			    unsigned int flags, struct psplice_result *res);
-PS_HIDDEN void ps__call_step(struct psplice_pair *p, int64_t *off_in, int64_t *off_out,
+PS_HIDDEN void ps__pair_plan(struct psplice_pair *p, unsigned int flags);
+PS_HIDDEN bool ps__call_step(struct psplice_pair *p, int64_t *off_in, int64_t *off_out,
 			     size_t len, unsigned int flags, struct psplice_result *r);
-PS_HIDDEN void ps__call_copy(struct psplice_pair *p, int64_t *off_in, int64_t *off_out,
+PS_HIDDEN bool ps__call_copy(struct psplice_pair *p, int64_t *off_in, int64_t *off_out,
 			     uint64_t len, unsigned int flags, struct psplice_result *r);
 PS_HIDDEN void ps__publish(const struct psplice_result *r, struct psplice_result *res);
 PS_HIDDEN int ps__reject(int err, int side);

@@ -1,5 +1,5 @@
 /* Classify an fd once per call (or once per prepared pair): what it is and
- * how it may be moved. */
+ * how it may be moved; and the thread's memory of what each fd was. */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/fs.h>
@@ -39,35 +39,42 @@ static int chr_kind(int fd)
 	return errno == EBADF ? -1 : PS_K_CHR;
 }
 
-/* Telling a TCP socket from a Unix one, or a tty from another character
- * device, costs one or two more syscalls; a relay asks about the same fds on
- * every call. The answer cannot change while the fd names the same inode, and
- * fstat has just told us which inode it names. */
-struct kind_memo {
+/* The thread's memory of the fds it classified: what fd N named (device,
+ * inode, kind) when it was last asked. Telling a TCP socket from a Unix
+ * one, or a tty from another character device, costs one or two more
+ * syscalls, and a relay asks about the same fds on every call: the answer
+ * cannot change while the fd names the same inode, and fstat has just told
+ * us which inode it names. A one-shot call also recalls both fds without
+ * asking (ps__recall), where the move's own answer can tell it that an fd
+ * is no longer what it was (call.c, oneshot.c). */
+struct fd_memo {
 	dev_t dev;
 	ino_t ino;
-	int fd, kind;
+	int fd, kind;   /* fd + 1: 0 marks an empty slot */
 };
-static __thread struct kind_memo memo[64];
+static __thread struct fd_memo memo[64];
 
-static int probed_kind(int fd, const struct stat *st)
+static struct fd_memo *memo_of(int fd)
 {
-	struct kind_memo *m = &memo[(unsigned)fd % 64];
-	bool sock = S_ISSOCK(st->st_mode);
-	int kind;
-
-	if (m->fd == fd + 1 && m->dev == st->st_dev && m->ino == st->st_ino)
-		return m->kind;
-	kind = sock ? socket_kind(fd) : chr_kind(fd);
-	if (kind < 0) /* the kernel refuses the fd for any move anyway */
-		return sock ? PS_K_SOCK : PS_K_CHR;
-	m->kind = kind;
-	m->fd = fd + 1; /* 0 marks an empty slot */
-	m->dev = st->st_dev;
-	m->ino = st->st_ino;
-	return m->kind;
+	return &memo[(unsigned)fd % 64];
 }
 
+static bool remembered(const struct fd_memo *m, int fd, const struct stat *st)
+{
+	return m->fd == fd + 1 && m->dev == st->st_dev && m->ino == st->st_ino;
+}
+
+/* -1 when the fd cannot answer (EBADF: an O_PATH fd). */
+static int probed_kind(int fd, const struct stat *st)
+{
+	const struct fd_memo *m = memo_of(fd);
+
+	if (remembered(m, fd, st))
+		return m->kind;
+	return S_ISSOCK(st->st_mode) ? socket_kind(fd) : chr_kind(fd);
+}
+
+/* -1: a guess, not to be remembered for an fd that may later answer. */
 static int kind_of(int fd, const struct stat *st)
 {
 	switch (st->st_mode & S_IFMT) {
@@ -78,6 +85,20 @@ static int kind_of(int fd, const struct stat *st)
 	case S_IFDIR: return PS_K_DIR;
 	default: return PS_K_OTHER;
 	}
+}
+
+static void remember(int fd, const struct stat *st, int kind)
+{
+	*memo_of(fd) = (struct fd_memo){ .fd = fd + 1, .dev = st->st_dev,
+					 .ino = st->st_ino, .kind = kind };
+}
+
+static void forget(int fd)
+{
+	struct fd_memo *m = memo_of(fd);
+
+	if (m->fd == fd + 1)
+		m->fd = 0;
 }
 
 static int64_t block_size(int fd)
@@ -112,24 +133,56 @@ int64_t ps__size(const struct ps_endpoint *ep)
 	return n > 0 ? n : 0;
 }
 
+static void fill(struct ps_endpoint *ep, int fd, dev_t dev, ino_t ino, int kind)
+{
+	*ep = (struct ps_endpoint){ .fd = fd, .kind = kind, .fl = PS_FL_UNASKED, .dev = dev,
+				   .ino = ino, .size = -1 };
+	ep->seekable = kind == PS_K_FILE || kind == PS_K_BLOCK;
+}
+
 /* fstat alone: the F_GETFL flags are asked when first needed (ps__fl). */
 int ps__classify(int fd, struct ps_endpoint *ep)
 {
 	struct stat st;
+	int kind;
 
 	if (fd < 0)
 		return -EBADF;
-	if (fstat(fd, &st) < 0)
+	if (fstat(fd, &st) < 0) {
+		forget(fd);
 		return -errno;
-	*ep = (struct ps_endpoint){ .fd = fd, .fl = PS_FL_UNASKED, .dev = st.st_dev,
-				   .ino = st.st_ino };
-	ep->kind = kind_of(fd, &st);
-	ep->seekable = ep->kind == PS_K_FILE || ep->kind == PS_K_BLOCK;
-	if (ep->kind == PS_K_FILE)
+	}
+	kind = kind_of(fd, &st);
+	if (kind < 0) { /* the kernel refuses the fd for any move anyway */
+		kind = S_ISSOCK(st.st_mode) ? PS_K_SOCK : PS_K_CHR;
+		forget(fd);
+	} else {
+		remember(fd, &st, kind);
+	}
+	fill(ep, fd, st.st_dev, st.st_ino, kind);
+	if (kind == PS_K_FILE)
 		ep->size = st.st_size;
-	else if (ep->kind == PS_K_BLOCK)
+	else if (kind == PS_K_BLOCK)
 		ep->size = block_size(fd);
+	else
+		ep->size = 0;
 	return 0;
+}
+
+/* What fd was when this thread last classified it, without asking: its
+ * size unknown (-1, ps__size asks), its flags unasked. false when this
+ * thread has no memory of it. */
+bool ps__recall(int fd, struct ps_endpoint *ep)
+{
+	const struct fd_memo *m;
+
+	if (fd < 0)
+		return false;
+	m = memo_of(fd);
+	if (m->fd != fd + 1)
+		return false;
+	fill(ep, fd, m->dev, m->ino, m->kind);
+	return true;
 }
 
 /* The fd's F_GETFL flags, asked once per classification. An fd that cannot

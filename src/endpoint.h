@@ -12,6 +12,7 @@ static inline bool ps_is_socket(int kind)
 }
 
 PS_HIDDEN int ps__classify(int fd, struct ps_endpoint *ep);
+PS_HIDDEN bool ps__recall(int fd, struct ps_endpoint *ep);
 PS_HIDDEN int ps__fl(const struct ps_endpoint *ep);
 PS_HIDDEN bool ps__readable(const struct ps_endpoint *ep);
 PS_HIDDEN bool ps__writable(const struct ps_endpoint *ep);

@@ -25,6 +25,14 @@ struct ps_xfer {
 	struct ps_hold *hold;       /* a pair's: undelivered bytes wait there,
 	                               not parked; NULL for a one-shot call */
 	bool raised;                /* a path met a gone reader and did not fail */
+	unsigned char unsure;       /* PS_UNSURE_*: sides a one-shot call took from
+	                               the thread's memory of its fds, which the
+	                               first path's answer is to bear out */
+	bool stale;                 /* it did not: nothing moved, the call must
+	                               classify the fds and begin again */
 };
+
+#define PS_UNSURE_IN  1u
+#define PS_UNSURE_OUT 2u
 
 #endif

@@ -44,8 +44,9 @@ ssize_t ps__path_cfr(struct ps_xfer *x)
 
 	/* copy_file_range refuses an O_APPEND output (EBADF, where sendfile
 	 * says EINVAL: rust-lang/rust#82417), as does every kernel path after
-	 * it: asking once spares them all. */
-	if (x->in->kind != PS_K_FILE || x->out->kind != PS_K_FILE || ps__append(x->out))
+	 * it: when the flags are known, they spare them all; when not, the
+	 * call asks the kernel first, and the flags only after its EBADF. */
+	if (x->in->kind != PS_K_FILE || x->out->kind != PS_K_FILE || ps_known_append(x->out))
 		return ps_not_here(EINVAL);
 	if (atomic_load_explicit(&cfr_missing, memory_order_relaxed))
 		return ps_not_here(ENOSYS);
@@ -57,6 +58,8 @@ ssize_t ps__path_cfr(struct ps_xfer *x)
 		if (n == -ENOSYS)
 			atomic_store_explicit(&cfr_missing, true, memory_order_relaxed);
 		ps__refuse_exdev(&refused, x, (int)-n);
+		if (n == -EBADF)
+			(void)ps__fl(x->out);
 		/* An O_DIRECT input's last block is shorter than the block
 		 * size: the kernel refuses the direct read before it reads a
 		 * byte (EINVAL), where read(2) and sendfile return the short

@@ -148,6 +148,39 @@ static void deliver_held_first(struct ps_xfer *x)
 		ps__deliver_held(x);
 }
 
+/* What the kernel answers for an fd of a kind the call does not take,
+ * before a byte moves. */
+static bool doubtful(const struct ps_xfer *x, ssize_t r)
+{
+	if (ps_is_not_here(r))
+		return true;
+	if (r >= 0)
+		return false;
+	switch (x->res->error) {
+	case EINVAL: case EBADF: case ESPIPE: case EISDIR: case EXDEV:
+	case EOPNOTSUPP: case ENOSYS: case EPERM: case EOVERFLOW: case ETXTBSY:
+		return true;
+	}
+	return false;
+}
+
+/* A one-shot call's sides taken from the thread's memory of its fds are
+ * borne out by the first path's answer: the kernel took them as the kinds
+ * that path takes (oneshot.c picks only such sides). Any other answer may
+ * come from an fd closed and opened again as another kind: nothing moved,
+ * and the call begins again on the fds as they are now. */
+static bool borne_out(struct ps_xfer *x, ssize_t r)
+{
+	if (!x->unsure)
+		return true;
+	if (doubtful(x, r)) {
+		x->stale = true;
+		return false;
+	}
+	x->unsure = 0;
+	return true;
+}
+
 /* Run the paths from pos->at on; pos->at moves past those that were not
  * here. A path that said "not here" with an errno after it moved bytes in
  * this call fails the call where the table says so. A 0 where the file
@@ -165,6 +198,8 @@ static void run_plan(struct ps_xfer *x, const struct ps_plan *p, struct ps_plan_
 
 	for (; pos->at < p->n; pos->at++) {
 		r = ps__path_run(x, p->method[pos->at]);
+		if (!borne_out(x, r))
+			return;
 		if (!ps_is_not_here(r)) {
 			if (x->res->out_bytes > before)
 				pos->progress[pos->at] = true;

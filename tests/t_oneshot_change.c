@@ -5,7 +5,8 @@
  * Whatever a one-shot call remembers from the call before, each call must
  * pick the path of the fds as they are now, attribute its error to the
  * side that failed, and keep SIGPIPE from the caller. Every case asserts
- * the method and the side, not only the bytes. An O_APPEND output refuses
+ * the method and the side, not only the bytes. A thread's word that SIGPIPE
+ * is ignored is checked at its first one-shot call. An O_APPEND output refuses
  * copy_file_range with EBADF and splice and sendfile with EINVAL, as in
  * rust-lang/rust#82417. */
 #include <fcntl.h>
@@ -129,6 +130,33 @@ static void input_reused(void)
 	close(out);
 }
 
+/* O_APPEND set between two calls on an output the calls give an offset:
+ * refused (EINVAL, the output's) before a byte moves, whatever the length,
+ * none included, where pwrite(2) would append whatever the offset says. */
+static void append_offset(int out, int fl)
+{
+	struct psplice_result r;
+	int64_t oi = 0, oo = 0;
+	struct stat st;
+
+	T_EQ(psplice_ex(src, &oi, out, &oo, CHUNK, 0, &r), CHUNK);
+	T_EQ(r.method, PSPLICE_METHOD_COPY_FILE_RANGE);
+	T_OK(fcntl(out, F_SETFL, fl | O_APPEND));
+	T_OK(fstat(out, &st));
+	T_ERRNO(psplice_ex(src, &oi, out, &oo, CHUNK, 0, &r), EINVAL);
+	T_RESULT(r, EINVAL, PSPLICE_SIDE_OUT, 0, 0);
+	T_ERRNO(psplice_ex(src, &oi, out, &oo, 0, 0, &r), EINVAL);
+	T_RESULT(r, EINVAL, PSPLICE_SIDE_OUT, 0, 0);
+	T_ERRNO(psplice_copy(src, &oi, out, &oo, 0, 0, &r), EINVAL);
+	T_RESULT(r, EINVAL, PSPLICE_SIDE_OUT, 0, 0);
+	T_ERRNO(psplice_copy(src, &oi, out, &oo, 2 * CHUNK, 0, &r), EINVAL);
+	T_RESULT(r, EINVAL, PSPLICE_SIDE_OUT, 0, 0);
+	T_EQ(oi, CHUNK);
+	T_EQ(oo, CHUNK);
+	T_ASSERT(t_check_fd(out, 0, st.st_size, 1, 0));
+	T_OK(fcntl(out, F_SETFL, fl));
+}
+
 /* O_APPEND set on the output between two calls, then cleared. */
 static void append_toggled(void)
 {
@@ -147,6 +175,7 @@ static void append_toggled(void)
 	T_OK(fcntl(out, F_SETFL, fl));
 	move_chunk(out, 2 * CHUNK, PSPLICE_METHOD_COPY_FILE_RANGE);
 	T_ASSERT(t_check_fd(out, 0, 3 * CHUNK, 1, 0));
+	append_offset(out, fl);
 	close(out);
 }
 
@@ -290,6 +319,43 @@ static void threads(void)
 	T_EQ(t_pos(src), 0);
 }
 
+/* The word that SIGPIPE is ignored: a thread's first one-shot call that
+ * gives it while SIGPIPE is not ignored is refused; once a call found it
+ * kept, the thread's later calls take it as kept, and an output whose
+ * reader left is EPIPE, the output's, with no SIGPIPE left pending. */
+static void *promise_run(void *arg)
+{
+	struct psplice_result r;
+	int64_t off = 0;
+	int p[2], out = *(int *)arg;
+
+	signal(SIGPIPE, SIG_DFL);
+	T_ERRNO(psplice_ex(src, &off, out, NULL, CHUNK, PSPLICE_F_SIGPIPE_IGNORED, &r), EINVAL);
+	T_RESULT(r, EINVAL, PSPLICE_SIDE_NONE, 0, 0);
+	signal(SIGPIPE, SIG_IGN);
+	t_pipe(p);
+	close(p[0]);
+	T_ERRNO(psplice_ex(src, &off, p[1], NULL, CHUNK, PSPLICE_F_SIGPIPE_IGNORED, &r), EPIPE);
+	T_RESULT(r, EPIPE, PSPLICE_SIDE_OUT, 0, 0);
+	T_ERRNO(psplice_ex(src, &off, p[1], NULL, CHUNK, PSPLICE_F_SIGPIPE_IGNORED, &r), EPIPE);
+	no_sigpipe_pending();
+	close(p[1]);
+	signal(SIGPIPE, SIG_DFL);
+	T_EQ(psplice_ex(src, &off, out, NULL, CHUNK, PSPLICE_F_SIGPIPE_IGNORED, &r), CHUNK);
+	T_EQ(r.method, PSPLICE_METHOD_COPY_FILE_RANGE);
+	return NULL;
+}
+
+static void promise_once(void)
+{
+	int out = make_out("promise");
+	pthread_t th;
+
+	T_EQ(pthread_create(&th, NULL, promise_run, &out), 0);
+	T_EQ(pthread_join(th, NULL), 0);
+	close(out);
+}
+
 int main(int argc, char **argv)
 {
 	t_dir(argc, argv);
@@ -301,5 +367,6 @@ int main(int argc, char **argv)
 	nonblock_toggled();
 	truncated();
 	threads();
+	promise_once();
 	return T_PASS;
 }
