@@ -34,6 +34,7 @@ enum bench_unit {
 	BENCH_BYTESGIB, /* bytes per GiB moved (copied through memory), lower is better */
 	BENCH_COUNT,   /* a count (fds, pipes), lower is better */
 	BENCH_KIB,     /* KiB, lower is better */
+	BENCH_REQPS,   /* requests a second, higher is better */
 	BENCH_NUNITS
 };
 
@@ -158,6 +159,7 @@ int bench_make_file(const char *path, uint64_t size);
  * this machine cannot measure. */
 void bench_mechanism(const struct bench_opts *o);
 void bench_percall(const struct bench_opts *o);
+void bench_fileserver(const struct bench_opts *o);
 void bench_peers_cat(const struct bench_opts *o);
 void bench_peers_cp(const struct bench_opts *o);
 void bench_pressure(const struct bench_opts *o);

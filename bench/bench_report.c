@@ -15,7 +15,7 @@ static const char *const unit_names[BENCH_NUNITS] = {
 	[BENCH_GIBPS] = "GiB/s", [BENCH_GBITPS] = "Gbit/s", [BENCH_NSCALL] = "ns/call",
 	[BENCH_SECS] = "s", [BENCH_MS] = "ms", [BENCH_MIB] = "MiB",
 	[BENCH_CPUGIB] = "CPU s/GiB", [BENCH_BYTESGIB] = "B/GiB", [BENCH_COUNT] = "count",
-	[BENCH_KIB] = "KiB",
+	[BENCH_KIB] = "KiB", [BENCH_REQPS] = "req/s",
 };
 
 static const char *unit_name(int unit)
@@ -105,7 +105,7 @@ static void print_targets(FILE *f)
 static void print_value(FILE *f, const struct bench_row *r)
 {
 	if (r->unit == BENCH_NSCALL || r->unit == BENCH_MIB || r->unit == BENCH_BYTESGIB ||
-	    r->unit == BENCH_COUNT)
+	    r->unit == BENCH_COUNT || r->unit == BENCH_REQPS)
 		fprintf(f, "%9.0f %-9s", r->value, unit_name(r->unit));
 	else
 		fprintf(f, "%9.3f %-9s", r->value, unit_name(r->unit));

@@ -20,7 +20,7 @@
  * (BENCH_CPUGIB) are better lower. */
 static bool higher_is_better(int unit)
 {
-	return unit == BENCH_GIBPS || unit == BENCH_GBITPS;
+	return unit == BENCH_GIBPS || unit == BENCH_GBITPS || unit == BENCH_REQPS;
 }
 
 static void text(FILE *f, const char *s)

@@ -37,6 +37,7 @@ struct group {
 static const struct group groups[] = {
 	{ "mechanism", bench_mechanism },
 	{ "per-call", bench_percall },
+	{ "file-server", bench_fileserver },
 	{ "cat", bench_peers_cat },
 	{ "cp", bench_peers_cp },
 	{ "relay", bench_relay },
@@ -301,9 +302,9 @@ const struct cli_cmd bench_cmd = {
 		"\n"
 		"      --quick       a subset that runs in about a minute\n"
 		"      --only LIST   only these groups, comma-separated: mechanism,\n"
-		"                    per-call, cat, cp, relay, relay-proxy,\n"
-		"                    relay-failover, pressure, scaling, tee,\n"
-		"                    write-behind, exec\n"
+		"                    per-call, file-server, cat, cp, relay,\n"
+		"                    relay-proxy, relay-failover, pressure, scaling,\n"
+		"                    tee, write-behind, exec\n"
 		"      --dir DIR     scratch directory, on the filesystem to measure\n"
 		"                    (default: a new directory in /var/tmp, removed after)\n"
 		"      --out DIR     also write DIR/latest.csv, latest.svg and latest.txt\n"
