@@ -176,10 +176,11 @@ void psplice_pair_free(struct psplice_pair *p);
  * less than it was given keeps the rest pending (in the pipe it went
  * through, or in memory) and gets them first on the next move; with
  * PSPLICE_F_NONBLOCK, sinks with no room (a blocking socket, tty or device
- * is polled first, as a pair's output is; ready means some room, so a large
- * write into one may still wait) may so fall behind the others by up to
- * hold_max bytes (plus one step), after which the tee reads nothing more
- * and says EAGAIN, side out, in the result of each sink holding it back.
+ * is polled first, as a pair's output is, and a socket's step held to its
+ * room; a large write into a tty or device may still wait) may so fall
+ * behind the others by up to hold_max bytes (plus one step), after which
+ * the tee reads nothing more and says EAGAIN, side out, in the result of
+ * each sink holding it back.
  * Nothing taken is dropped: pending bytes go out, or are handed back by
  * psplice_tee_take(). Without NONBLOCK a move delivers everything to every
  * sink still in before it returns. */
@@ -224,7 +225,9 @@ size_t psplice_tee_pending(struct psplice_tee *t, size_t i);
 size_t psplice_tee_take(struct psplice_tee *t, size_t i, void *buf, size_t len);
 
 /* Free the tee (NULL is fine); the fds stay open. Pending bytes still
- * there are dropped: take them first to keep them. */
+ * there are dropped: take them first to keep them. Each sink holds a part
+ * of the stream of its own, which one result cannot hand back as
+ * psplice_pair_free() does. */
 void psplice_tee_free(struct psplice_tee *t);
 
 /* One call: psplice_tee_new(fd_in, fds_out, n, 0, flags & (planning

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/fs.h>
+#include <linux/sock_diag.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -183,6 +184,29 @@ bool ps__recall(int fd, struct ps_endpoint *ep)
 		return false;
 	fill(ep, fd, m->dev, m->ino, m->kind);
 	return true;
+}
+
+/* What a socket's send buffer takes before a write into it waits: its
+ * size less what it holds (SO_MEMINFO: TCP counts its queue, a Unix
+ * socket what its peer has not read yet), less what the kernel adds to the
+ * count for each buffer of up to 64 KiB that the bytes go in (the sk_buff
+ * and its head: about 1 KiB, seen on Linux 6.18). -1 when the socket does
+ * not say. */
+int64_t ps__sock_room(const struct ps_endpoint *ep)
+{
+	uint32_t m[SK_MEMINFO_VARS];
+	socklen_t l = sizeof(m);
+	int64_t room;
+
+	if (ep->kind != PS_K_TCP && ep->kind != PS_K_UNIX)
+		return -1;
+	if (getsockopt(ep->fd, SOL_SOCKET, SO_MEMINFO, m, &l) < 0 ||
+	    l <= SK_MEMINFO_WMEM_QUEUED * sizeof(m[0]))
+		return -1;
+	room = (int64_t)m[SK_MEMINFO_SNDBUF] -
+	       (int64_t)m[ep->kind == PS_K_TCP ? SK_MEMINFO_WMEM_QUEUED : SK_MEMINFO_WMEM_ALLOC];
+	room -= (room / 65536 + 2) * 1024;
+	return room > 0 ? room : 0;
 }
 
 /* The fd's F_GETFL flags, asked once per classification. An fd that cannot

@@ -27,6 +27,7 @@ static inline bool ps_known_append(const struct ps_endpoint *ep)
 	return ep->fl != PS_FL_UNASKED && ps__append(ep);
 }
 
+PS_HIDDEN int64_t ps__sock_room(const struct ps_endpoint *ep);
 PS_HIDDEN int64_t ps__size_now(int fd, int kind);
 PS_HIDDEN int64_t ps__size(const struct ps_endpoint *ep);
 

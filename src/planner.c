@@ -123,18 +123,42 @@ static bool unready(const struct ps_endpoint *ep, short events)
 	return poll(&p, 1, 0) == 0;
 }
 
+/* Ready means some room, not room for the step: splice(2) and sendfile(2)
+ * into a socket left blocking wait for room for all they are given. Such
+ * a step is held to the room the socket's buffer has left; false when it
+ * has none. A tty or device says nothing of its room: a large write into
+ * one may still wait. */
+static bool held_to_room(struct ps_xfer *x)
+{
+	int64_t room;
+
+	if (!ps_is_socket(x->out->kind) || ps__nonblock(x->out))
+		return true;
+	room = ps__sock_room(x->out);
+	if (room == 0)
+		return false;
+	if (room > 0 && (uint64_t)room < x->len)
+		x->len = (size_t)room;
+	return true;
+}
+
+static bool out_unready(struct ps_xfer *x)
+{
+	return unready(x->out, POLLOUT) || !held_to_room(x);
+}
+
 /* sendfile(2) takes no flags, and SPLICE_F_NONBLOCK does not reach a socket,
  * tty or device on the other side of splice(2): with PSPLICE_F_NONBLOCK such
- * an fd left blocking is polled, with a zero timeout, before any byte moves.
- * Ready means some room, so a large write into it may still wait. */
-static int nonblock_side(const struct ps_xfer *x)
+ * an fd left blocking is polled, with a zero timeout, before any byte moves,
+ * and a socket's step held to its room. */
+static int nonblock_side(struct ps_xfer *x)
 {
 	if (!(x->flags & PSPLICE_F_NONBLOCK))
 		return PSPLICE_SIDE_NONE;
 	if (unready(x->in, POLLIN))
 		return PSPLICE_SIDE_IN;
 	/* A file at its end has nothing to wait for: the step returns 0. */
-	if (unready(x->out, POLLOUT) && !ps__input_ended(x))
+	if (out_unready(x) && !ps__input_ended(x))
 		return PSPLICE_SIDE_OUT;
 	return PSPLICE_SIDE_NONE;
 }
@@ -142,7 +166,7 @@ static int nonblock_side(const struct ps_xfer *x)
 /* A pair's pending bytes go first, and alone: only the output counts. */
 static void deliver_held_first(struct ps_xfer *x)
 {
-	if ((x->flags & PSPLICE_F_NONBLOCK) && unready(x->out, POLLOUT))
+	if ((x->flags & PSPLICE_F_NONBLOCK) && out_unready(x))
 		ps__fail(x, EAGAIN, PSPLICE_SIDE_OUT);
 	else
 		ps__deliver_held(x);

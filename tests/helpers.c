@@ -747,6 +747,18 @@ const char *t_mkfs_mount(const char *name, uint64_t size, const char *mkfs,
 	return dir;
 }
 
+void t_recv_check(int fd, uint64_t from, uint64_t n, uint32_t seed)
+{
+	uint8_t *buf = malloc(n ? n : 1);
+	ssize_t got;
+
+	T_ASSERT(buf);
+	got = recv(fd, buf, n, MSG_WAITALL);
+	T_EQ_U((uint64_t)(got > 0 ? got : 0), n);
+	T_ASSERT(t_check_buf(buf, n, seed, from));
+	free(buf);
+}
+
 void t_check_rest(int fd, uint64_t from, uint64_t total, uint32_t seed)
 {
 	size_t want = (size_t)(total - from);

@@ -107,6 +107,9 @@ uint64_t t_fill_full(int fd, uint32_t seed);
 /* What a socket still holds, without waiting, is exactly stream seed from
  * offset from to offset total (a test assertion). */
 void t_check_rest(int fd, uint64_t from, uint64_t total, uint32_t seed);
+/* Read n bytes from the socket fd, waiting for them: they are stream seed
+ * from offset from (a test assertion). */
+void t_recv_check(int fd, uint64_t from, uint64_t n, uint32_t seed);
 /* True if buf holds n bytes of stream seed from stream offset soff. */
 bool t_check_buf(const void *buf, size_t n, uint32_t seed, uint64_t soff);
 /* Mount a tmpfs with the mount option size=SIZE (e.g. "1m") on a new
