@@ -4,9 +4,8 @@
  * request with one call pays it on every call. So a call takes a side from
  * the thread's memory of what the fd was (ps__recall, endpoint.c) without
  * asking, where the first path's own answer bears that side out: the
- * kernel takes only regular files for copy_file_range and clone, only a
- * file or block device as sendfile's input, and a splice only with a pipe.
- * Every other side is asked (fstat). An answer such a path also gives for
+ * kernel takes only regular files for copy_file_range and clone, and a
+ * splice only with a pipe. Every other side is asked (fstat). An answer such a path also gives for
  * an fd of another kind (EINVAL, ESPIPE, "not here"...) makes the call
  * begin again on the fds as they are now (borne_out, planner.c), before a
  * byte has moved: an fd closed and opened again as another kind between
@@ -28,16 +27,15 @@ static unsigned int borne_by(int method, const struct ps_endpoint *in,
 		if (in->kind == PS_K_FILE && out->kind == PS_K_FILE)
 			return PS_UNSURE_IN | PS_UNSURE_OUT;
 		return 0;
-	case PSPLICE_METHOD_SENDFILE:
-		/* Into anything but a pipe, the kernel's splice_direct takes
-		 * a regular file or a block device alone (EINVAL). */
-		return in->seekable && out->kind != PS_K_PIPE ? PS_UNSURE_IN : 0;
 	case PSPLICE_METHOD_SPLICE:
 		/* The other side asked and no pipe, the pipe is the one. */
 		if ((in->kind == PS_K_PIPE) == (out->kind == PS_K_PIPE))
 			return 0;
 		return in->kind == PS_K_PIPE ? PS_UNSURE_IN : PS_UNSURE_OUT;
 	}
+	/* sendfile reads /dev/zero and /dev/urandom too, at an offset or
+	 * not (Linux 6.18), where a file's fd may have gone: its answer
+	 * vouches for neither side. */
 	return 0;
 }
 

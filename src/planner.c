@@ -254,9 +254,12 @@ void ps__plan_step(struct ps_xfer *x, const struct ps_plan *p, struct ps_plan_po
 		return;
 	}
 	side = nonblock_side(x);
-	if (side != PSPLICE_SIDE_NONE) {
+	/* Whether a side may wait, or a file input is at its end, is the
+	 * kinds' to say: a recalled one is not borne out by a poll. */
+	if (side != PSPLICE_SIDE_NONE && x->unsure)
+		x->stale = true;
+	else if (side != PSPLICE_SIDE_NONE)
 		ps__fail(x, EAGAIN, side);
-		return;
-	}
-	run_plan(x, p, pos);
+	else
+		run_plan(x, p, pos);
 }

@@ -130,6 +130,69 @@ static void input_reused(void)
 	close(out);
 }
 
+/* The input's fd number a file, then /dev/zero, which sendfile(2) reads
+ * too, at an offset or not (Linux 6.18): a device takes no offset (ESPIPE,
+ * the input's), and without one goes through the internal pipe. */
+static void input_to_device(void)
+{
+	int n = dup(src), s[2], z = open("/dev/zero", O_RDONLY | O_CLOEXEC);
+	struct psplice_result r;
+	uint8_t buf[CHUNK];
+	int64_t off = 0;
+
+	T_OK(n);
+	T_OK(z);
+	t_unix_pair(s);
+	T_EQ(psplice_ex(n, &off, s[0], NULL, CHUNK, 0, &r), CHUNK);
+	T_EQ(r.method, PSPLICE_METHOD_SENDFILE);
+	T_EQ(read(s[1], buf, sizeof(buf)), CHUNK);
+	T_OK(dup2(z, n));
+	T_ERRNO(psplice_ex(n, &off, s[0], NULL, CHUNK, 0, &r), ESPIPE);
+	T_RESULT(r, ESPIPE, PSPLICE_SIDE_IN, 0, 0);
+	T_EQ(off, CHUNK);
+	T_EQ(psplice_ex(n, NULL, s[0], NULL, CHUNK, 0, &r), CHUNK);
+	T_EQ(r.method, PSPLICE_METHOD_SPLICE_PIPE);
+	T_EQ(read(s[1], buf, sizeof(buf)), CHUNK);
+	T_EQ(buf[0], 0);
+	close(n);
+	close(z);
+	close(s[0]);
+	close(s[1]);
+}
+
+/* The input's fd number a pipe, then a file at its end, into a full
+ * blocking socket with PSPLICE_F_NONBLOCK: the end of input (0), which
+ * only a file's kind tells from the output's EAGAIN. */
+static void input_ended_nonblock(void)
+{
+	int n, p[2], s[2], f = open(t_path("src"), O_RDONLY | O_CLOEXEC), fl;
+	struct psplice_result r;
+	uint64_t full;
+
+	T_OK(f);
+	T_EQ(lseek(f, 0, SEEK_END), SRC_SIZE);
+	t_pipe(p);
+	t_unix_pair(s);
+	t_fill_fd(p[1], CHUNK, 1);
+	n = p[0];
+	T_EQ(psplice_ex(n, NULL, s[0], NULL, CHUNK, 0, &r), CHUNK);
+	T_EQ(r.method, PSPLICE_METHOD_SPLICE);
+	t_recv_check(s[1], 0, CHUNK, 1);
+	T_OK(dup2(f, n));
+	fl = fcntl(s[0], F_GETFL);
+	T_OK(fcntl(s[0], F_SETFL, fl | O_NONBLOCK));
+	full = t_fill_full(s[0], 2);
+	T_OK(fcntl(s[0], F_SETFL, fl));
+	T_EQ(psplice_ex(n, NULL, s[0], NULL, CHUNK, PSPLICE_F_NONBLOCK, &r), 0);
+	T_RESULT(r, 0, PSPLICE_SIDE_NONE, 0, 0);
+	t_check_rest(s[1], 0, full, 2);
+	close(n);
+	close(p[1]);
+	close(f);
+	close(s[0]);
+	close(s[1]);
+}
+
 /* O_APPEND set between two calls on an output the calls give an offset:
  * refused (EINVAL, the output's) before a byte moves, whatever the length,
  * none included, where pwrite(2) would append whatever the offset says. */
@@ -363,6 +426,8 @@ int main(int argc, char **argv)
 	T_EQ(lseek(src, 0, SEEK_SET), 0);
 	output_reused();
 	input_reused();
+	input_to_device();
+	input_ended_nonblock();
 	append_toggled();
 	nonblock_toggled();
 	truncated();
