@@ -213,7 +213,8 @@ check-tsan:
 # valgrind knows (it does not know cachestat, used by the sync tests).
 VALGRIND_TESTS := t_basic t_badinput t_fail_epipe t_fail_enospc t_fail_eisdir \
 	t_pitfall_stranded t_pitfall_append t_pitfall_overlap t_pitfall_sigpipe \
-	t_pitfall_tty t_fail_eintr t_threads t_pair t_contract_edges t_pending t_tee t_oneshot_change
+	t_pitfall_tty t_fail_eintr t_threads t_pair t_contract_edges t_pending t_tee t_oneshot_change \
+	t_nonblock_room
 # The real-fault tests (tests/t_fault_*.c): those with threads also under
 # TSan; the fast ones under valgrind (the signal storm is too slow there).
 FAULT_TSAN_TESTS := t_fault_threads16 t_fault_truncate t_oneshot_change
@@ -343,7 +344,8 @@ clean:
 # ASan+UBSan in build-fuzz, run FUZZ_TIME seconds each (make fuzz) or
 # FUZZ_QUICK_TIME (make fuzz-quick, part of make check); fuzz-cover prints
 # the lines of src/ the driver reaches.
-FUZZ_SRC := tests/fuzz/fz_run.c tests/fuzz/fz_seq.c tests/fuzz/fz_end.c tests/fuzz/fz_tee.c
+FUZZ_SRC := tests/fuzz/fz_run.c tests/fuzz/fz_seq.c tests/fuzz/fz_end.c tests/fuzz/fz_tee.c \
+	tests/fuzz/fz_swap.c
 FUZZ_HARNESSES := ops size range addr opts proxy
 FUZZ_TIME ?= 60
 FUZZ_QUICK_TIME ?= 15

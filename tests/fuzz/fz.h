@@ -30,6 +30,9 @@ enum fz_opc {
 	FZ_BAD,   /* a call refused before any byte moves (arg says which) */
 	FZ_HIOFF, /* offsets near INT64_MAX (arg: 0 input, 1 output) */
 	FZ_SEEK,  /* the positional offsets set to len (arg: 0 input, 1 output) */
+	FZ_SWAP,  /* the input's or output's fd number another kind of fd for a
+	             one-shot call of its own, then itself again (arg bit 0: the
+	             output; arg >> 1: the kind: pipe, Unix socket, file, device) */
 	FZ_NOPS
 };
 

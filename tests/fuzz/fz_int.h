@@ -34,6 +34,8 @@ void fz_sink_release(struct fz_end *e);
 void fz_sink_wait(struct fz_end *e, uint64_t n);
 void fz_end_close(struct fz_end *e);
 size_t fz_read_rest(int fd, uint8_t *buf, size_t n);
+/* An FZ_SWAP (fz_swap.c): 0, or -1 with why. */
+int fz_swap(int num, bool input, int kind, const char *tmpfs, char *why, size_t n);
 /* A run's first sequence: SIGPIPE counted by on_sigpipe, and two scratch
  * buffers of size bytes each (the process ends if there is no memory). */
 void fz_once(void (*on_sigpipe)(int), size_t size, uint8_t **a, uint8_t **b);

@@ -46,6 +46,7 @@ struct fz {
 	uint8_t *exp;
 	size_t exp_len, exp_cap;
 	uint8_t *buf, *take; /* scratch, MAX_IMAGE each */
+	const char *tmpfs;
 	char why[512];
 };
 
@@ -769,6 +770,19 @@ static int op_hioff(struct fz *z, const struct fz_op *op)
 	return check_still(z);
 }
 
+/* An fd number another kind for one call of its own (fz_swap.c): the
+ * model's fds are as they were, and so must its next calls be. */
+static int op_swap(struct fz *z, const struct fz_op *op)
+{
+	bool out = op->arg & 1;
+	char msg[200];
+
+	if (fz_swap(out ? z->out.fd : z->in.fd, !out, op->arg >> 1, z->tmpfs, msg,
+		    sizeof(msg)) < 0)
+		return fail(z, "%s", msg);
+	return check_still(z);
+}
+
 static int run_op(struct fz *z, const struct fz_op *op)
 {
 	z->st->ops++;
@@ -790,6 +804,8 @@ static int run_op(struct fz *z, const struct fz_op *op)
 		return op_hioff(z, op);
 	case FZ_SEEK:
 		return op_seek(z, op);
+	case FZ_SWAP:
+		return op_swap(z, op);
 	default:
 		return op_transfer(z, op);
 	}
@@ -900,6 +916,7 @@ int fz_run(const struct fz_seq *s, const char *disk, const char *tmpfs,
 	sigpipes = 0;
 	z.s = s;
 	z.st = st;
+	z.tmpfs = tmpfs;
 	z.step = -1;
 	z.why[0] = '\0';
 	z.src_next = z.pending = 0;

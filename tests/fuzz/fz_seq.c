@@ -105,7 +105,7 @@ static bool seekable(int kind)
 
 static void an_op(struct choices *c, const struct fz_seq *s, struct fz_op *op)
 {
-	static const uint8_t w[FZ_NOPS] = { 20, 12, 8, 20, 10, 6, 5, 8, 4, 7 };
+	static const uint8_t w[FZ_NOPS] = { 20, 12, 8, 20, 10, 6, 5, 8, 4, 7, 6 };
 
 	op->code = (uint8_t)weighted(c, w, FZ_NOPS);
 	op->arg = (uint8_t)next(c);
@@ -156,7 +156,8 @@ void fz_decode(struct fz_seq *s, const uint8_t *data, size_t size)
 }
 
 static const char *const op_names[FZ_NOPS] = {
-	"move", "copy", "pnew", "pmove", "pcopy", "ptake", "pfree", "bad", "hioff", "seek"
+	"move", "copy", "pnew", "pmove", "pcopy", "ptake", "pfree", "bad", "hioff", "seek",
+	"swap"
 };
 static const char *const peer_names[FZ_NPEERS] = { "fast", "slow", "close", "reset", "stall" };
 
