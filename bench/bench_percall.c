@@ -3,7 +3,9 @@
  * the moves a file server makes one request at a time: N bytes of a cached
  * file at an offset into /dev/null (sendfile) and into a pipe (splice), and
  * N bytes from a Unix socket into a file at an offset ("recvfile": splice
- * through a pipe the caller keeps), at 4 KiB, 64 KiB and 1 MiB. The one-shot
+ * through a pipe the caller keeps), at 4 KiB, 64 KiB and 1 MiB; and a file
+ * into a file, both at offsets (copy_file_range), where the kernel's own
+ * answer tells a one-shot call what both fds are. The one-shot
  * calls give the word that SIGPIPE is ignored, as the pairs do (the bench
  * ignores it, as servers do); one row shows a call into a pipe without it.
  * A bare syscall's cost is measured beside them: it bounds what a call that
@@ -36,8 +38,10 @@ static const char *const variant_names[] = {
 	"psplice_pair_move()",
 };
 
-enum shape { TO_NULL, TO_PIPE, RECVFILE, N_SHAPES };
-static const char *const shape_names[] = { "file -> /dev/null", "file -> pipe", "unix -> file" };
+enum shape { TO_NULL, TO_PIPE, RECVFILE, TO_FILE, N_SHAPES };
+static const char *const shape_names[] = {
+	"file -> /dev/null", "file -> pipe", "unix -> file", "file -> file",
+};
 
 struct fds {
 	int file, null, pr, pw;  /* the source, /dev/null, the pipe */
@@ -72,6 +76,8 @@ static ssize_t step(struct run *r, int in, int64_t *oi, int out, int64_t *oo, si
 	case RAW:
 		if (r->shape == TO_NULL) {
 			m = sendfile(out, in, &li, left);
+		} else if (r->shape == TO_FILE) {
+			m = copy_file_range(in, &li, out, &lo, left, 0);
 		} else {
 			m = splice(in, oi ? &li : NULL, out, oo ? &lo : NULL, left, 0);
 		}
@@ -118,7 +124,7 @@ static bool raw_recvfile(struct run *r, int64_t *oo)
 static bool move(struct run *r)
 {
 	struct fds *f = r->f;
-	int64_t at = next_off(r), *oi = &at, *oo = NULL;
+	int64_t at = next_off(r), to = at, *oi = &at, *oo = NULL;
 	int in = f->file, out = r->shape == TO_NULL ? f->null : f->pw;
 	size_t done = 0;
 	ssize_t m;
@@ -130,6 +136,9 @@ static bool move(struct run *r)
 		oo = &at;
 		if (r->v == RAW)
 			return raw_recvfile(r, oo);
+	} else if (r->shape == TO_FILE) {
+		out = f->out;
+		oo = &to;
 	}
 	while (done < r->n) {
 		m = step(r, in, oi, out, oo, r->n - done);
@@ -148,7 +157,7 @@ static int batch_ready(struct run *r)
 	static char buf[1 << 16];
 	int k = 0;
 
-	if (r->shape == TO_NULL)
+	if (r->shape == TO_NULL || r->shape == TO_FILE)
 		return BATCH_MAX;
 	if (r->shape == TO_PIPE)
 		return (int)(PIPE_CAP / r->n < BATCH_MAX ? PIPE_CAP / r->n : BATCH_MAX);
@@ -326,7 +335,9 @@ static int open_fds(struct fds *f, const char *src, const char *dst)
 	f->pair[TO_NULL] = psplice_pair_new(f->file, f->null, PROMISE);
 	f->pair[TO_PIPE] = psplice_pair_new(f->file, f->pw, PROMISE);
 	f->pair[RECVFILE] = psplice_pair_new(f->sr, f->out, PROMISE);
-	return f->pair[TO_NULL] && f->pair[TO_PIPE] && f->pair[RECVFILE] ? 0 : -1;
+	f->pair[TO_FILE] = psplice_pair_new(f->file, f->out, PROMISE);
+	return f->pair[TO_NULL] && f->pair[TO_PIPE] && f->pair[RECVFILE] && f->pair[TO_FILE] ?
+	       0 : -1;
 }
 
 static void close_fds(struct fds *f)

@@ -11,14 +11,19 @@
 #include "psplice.h"
 
 /* A pair outlives the call that prepared it: forget the sizes, which change
- * between moves, and say which moves must read the input's again. */
+ * between moves, and say which moves must read the input's again: those
+ * of a file into itself, whose ranges are checked against its size, and
+ * clone's. Two files apart need none (a move's end of file asks). */
 static void forget_sizes(struct psplice_pair *p)
 {
+	bool same = p->in.kind == PS_K_FILE && p->out.kind == PS_K_FILE &&
+		    p->in.dev == p->out.dev && p->in.ino == p->out.ino;
+
 	if (p->in.seekable)
 		p->in.size = -1;
 	if (p->out.seekable)
 		p->out.size = -1;
-	p->sized = (p->in.kind == PS_K_FILE && p->out.kind == PS_K_FILE) || p->plan.sized;
+	p->sized = same || p->plan.sized;
 }
 
 static struct psplice_pair *pair_refused(const struct psplice_result *r)
