@@ -5,11 +5,12 @@
  * the thread's memory of what the fd was (ps__recall, endpoint.c) without
  * asking, where the first path's own answer bears that side out: the
  * kernel takes only regular files for copy_file_range and clone, and a
- * splice only with a pipe. Every other side is asked (fstat). An answer such a path also gives for
- * an fd of another kind (EINVAL, ESPIPE, "not here"...) makes the call
- * begin again on the fds as they are now (borne_out, planner.c), before a
- * byte has moved: an fd closed and opened again as another kind between
- * two calls is moved as a fresh call would move it. */
+ * splice only with a pipe. Every other side is asked (fstat). An answer
+ * such a path also gives for an fd of another kind (EINVAL, ESPIPE, "not
+ * here"...) makes the call begin again on the fds as they are now
+ * (borne_out, planner.c), before a byte has moved: an fd closed and opened
+ * again as another kind between two calls is moved as a fresh call would
+ * move it. */
 #include "call.h"
 #include "endpoint.h"
 #include "psplice.h"
