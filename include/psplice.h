@@ -30,8 +30,9 @@ extern "C" {
 #define PSPLICE_F_REFLINK    0x200u /* try FICLONERANGE first (file to file) */
 /* The caller keeps SIGPIPE ignored (SIG_IGN) and unblocked for as long as
  * it uses this call or pair: moves skip the SIGPIPE guard. EINVAL if SIGPIPE
- * is not ignored when the pair is prepared, or at the first one-shot call of
- * a thread that makes the promise (its later calls take it as kept). */
+ * is not ignored at the first call of a thread that makes the promise (a
+ * one-shot call, a pair or a tee prepared); its later calls take it as
+ * kept. */
 #define PSPLICE_F_SIGPIPE_IGNORED 0x400u
 /* A copy (psplice_copy, psplice_pair_copy) that a signal handler interrupts
  * returns -1 with EINTR and its totals, as a single step does, instead of
@@ -110,8 +111,8 @@ int psplice_copy(int fd_in, int64_t *off_in, int fd_out, int64_t *off_out,
 /* A prepared pair: fd_in and fd_out classified and the path planned once,
  * for many moves between the same two open files (a relay's connection, a
  * server sending one file in pieces). A move then costs the syscall of its
- * path and nothing more, except file to file, which reads the input's size
- * on each move. The pair holds what the fds were when it was prepared: after
+ * path and nothing more, except a file into itself, which reads its size on
+ * each move. The pair holds what the fds were when it was prepared: after
  * dup2() over either fd, fcntl() changing O_APPEND, or changing O_NONBLOCK
  * when moves use PSPLICE_F_NONBLOCK, prepare a new one. Moves into a pipe or socket block SIGPIPE around the move as
  * psplice_ex does, unless the pair was prepared with

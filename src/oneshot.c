@@ -72,20 +72,6 @@ static bool recalled(struct psplice_pair *p, int fd_in, int fd_out, unsigned int
 	return true;
 }
 
-/* The caller's word that SIGPIPE is ignored is checked once a thread (a
- * syscall, as much as the move it would guard): the first one-shot call
- * that gives it. A pair or a tee checks it when it is made. */
-static int check_flags(unsigned int flags, struct psplice_result *r)
-{
-	static __thread bool kept;
-	unsigned int asked = kept ? flags & ~PSPLICE_F_SIGPIPE_IGNORED : flags;
-
-	if (ps__check_flags(asked, KNOWN_FLAGS, r) < 0)
-		return -1;
-	kept |= (flags & PSPLICE_F_SIGPIPE_IGNORED) != 0;
-	return 0;
-}
-
 /* A call of no bytes makes no syscall that could bear a recalled side out,
  * and a copy to the end of input measures the file positions and may copy
  * a file into itself: both classify both fds. */
@@ -95,7 +81,7 @@ static void oneshot(int fd_in, int64_t *off_in, int fd_out, int64_t *off_out, ui
 	unsigned int plan = flags & PS_PLAN_FLAGS, call = flags & PS_CALL_FLAGS;
 	struct psplice_pair p;
 
-	if (check_flags(flags, r) < 0)
+	if (ps__check_flags(flags, KNOWN_FLAGS, r) < 0)
 		return;
 	if (len && !(copy && len == PSPLICE_TO_EOF) && recalled(&p, fd_in, fd_out, plan) &&
 	    !(copy ? ps__call_copy(&p, off_in, off_out, len, call, r) :

@@ -9,13 +9,19 @@
 #include "sigpipe.h"
 
 /* The caller's promise that SIGPIPE is ignored is checked where it is made
- * (a pair is prepared, a one-shot call begins): moves then trust it. */
+ * (a pair or tee is prepared, a one-shot call begins): moves then trust it.
+ * It is a syscall (sigaction), as much as a small move or a pair's whole
+ * setup costs: a thread's first call that makes the promise checks it,
+ * the thread's later ones take it as kept. */
 bool ps__sigpipe_ignored(void)
 {
+	static __thread bool kept;
 	struct sigaction sa;
 
-	return sigaction(SIGPIPE, NULL, &sa) == 0 && !(sa.sa_flags & SA_SIGINFO) &&
-	       sa.sa_handler == SIG_IGN;
+	if (!kept)
+		kept = sigaction(SIGPIPE, NULL, &sa) == 0 && !(sa.sa_flags & SA_SIGINFO) &&
+		       sa.sa_handler == SIG_IGN;
+	return kept;
 }
 
 /* raises: an output of the pair or tee may raise SIGPIPE; flags: the
