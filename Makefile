@@ -214,7 +214,7 @@ check-tsan:
 VALGRIND_TESTS := t_basic t_badinput t_fail_epipe t_fail_enospc t_fail_eisdir \
 	t_pitfall_stranded t_pitfall_append t_pitfall_overlap t_pitfall_sigpipe \
 	t_pitfall_tty t_fail_eintr t_threads t_pair t_contract_edges t_pending t_tee t_oneshot_change \
-	t_nonblock_room
+	t_nonblock_room t_pair_known
 # The real-fault tests (tests/t_fault_*.c): those with threads also under
 # TSan; the fast ones under valgrind (the signal storm is too slow there).
 FAULT_TSAN_TESTS := t_fault_threads16 t_fault_truncate t_oneshot_change

@@ -18,7 +18,7 @@ extern "C" {
 #endif
 
 #define PSPLICE_VERSION_MAJOR 0
-#define PSPLICE_VERSION_MINOR 2
+#define PSPLICE_VERSION_MINOR 3
 #define PSPLICE_VERSION_PATCH 0
 
 /* Flags. The first three have the values of splice(2)'s SPLICE_F_*. */
@@ -137,6 +137,26 @@ struct psplice_pair;
  * and errno on error, the errors psplice() gives before any byte moves
  * (EBADF, EISDIR, EINVAL) or ENOMEM; psplice_last() then says which side. */
 struct psplice_pair *psplice_pair_new(int fd_in, int fd_out, unsigned int flags);
+
+/* What a caller knows an fd to be because it made it (accept(2),
+ * socket(2) and connect(2), pipe(2)): one kind, with PSPLICE_FD_NONBLOCK
+ * when it set O_NONBLOCK on it. For psplice_pair_new_known(). */
+#define PSPLICE_FD_TCP      1u     /* a connected TCP socket (IPv4 or IPv6) */
+#define PSPLICE_FD_UNIX     2u     /* a connected Unix stream socket */
+#define PSPLICE_FD_PIPE     3u     /* a pipe: its read end as the input, its
+                                      write end as the output */
+#define PSPLICE_FD_NONBLOCK 0x100u /* the fd is O_NONBLOCK */
+
+/* psplice_pair_new() for fds described by the caller (in, out: a
+ * PSPLICE_FD_ kind, | PSPLICE_FD_NONBLOCK): nothing is asked of the kernel
+ * (no fstat, getsockopt or fcntl), so a server preparing two pairs a
+ * connection makes no system call for them. The description is the
+ * caller's word, as PSPLICE_F_SIGPIPE_IGNORED is: the pair plans and waits
+ * for the kinds described, and the kernel still refuses what an fd cannot
+ * do. NULL and errno: EINVAL (flags, or a description that is none of the
+ * kinds; psplice_last() says the side), EBADF (a negative fd), ENOMEM. */
+struct psplice_pair *psplice_pair_new_known(int fd_in, unsigned int in, int fd_out,
+					    unsigned int out, unsigned int flags);
 
 /* psplice_ex() on the pair: the same return, offsets, result, parked bytes
  * and psplice_last(). flags adds the per-call flags (PSPLICE_F_NONBLOCK,

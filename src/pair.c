@@ -2,6 +2,7 @@
  * copies run on that (call.c), one at a time; a pair with a non-seekable
  * input keeps what it took and could not deliver as pending (hold.c). */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 
 #include "call.h"
@@ -32,28 +33,25 @@ static struct psplice_pair *pair_refused(const struct psplice_result *r)
 	return NULL;
 }
 
-static struct psplice_pair *pair_new(int fd_in, int fd_out, unsigned int flags,
-				      bool hold)
+/* The pair p describes, on the heap, for many moves. */
+static struct psplice_pair *pair_kept(struct psplice_pair *p, bool hold,
+				       struct psplice_result *r)
 {
-	struct psplice_result r = { 0 };
-	struct psplice_pair p, *pp;
+	struct psplice_pair *pp;
 	int bad;
 
-	if (ps__check_flags(flags, PS_PLAN_FLAGS, &r) < 0 ||
-	    ps__pair_init(&p, fd_in, fd_out, flags, &r) < 0)
-		return pair_refused(&r);
 	/* Ask for the flags now: moves never change a pair threads share. */
-	if ((bad = ps__unusable(&p.in, &p.out))) {
-		ps__fail_early(&r, EBADF, bad);
-		return pair_refused(&r);
+	if ((bad = ps__unusable(&p->in, &p->out))) {
+		ps__fail_early(r, EBADF, bad);
+		return pair_refused(r);
 	}
-	forget_sizes(&p);
+	forget_sizes(p);
 	pp = malloc(sizeof(*pp));
 	if (!pp) {
-		ps__fail_early(&r, ENOMEM, PSPLICE_SIDE_NONE);
-		return pair_refused(&r);
+		ps__fail_early(r, ENOMEM, PSPLICE_SIDE_NONE);
+		return pair_refused(r);
 	}
-	*pp = p;
+	*pp = *p;
 	/* Bytes taken from a non-seekable input exist nowhere else. */
 	pp->holds = hold && !pp->in.seekable;
 	if (pp->holds) {
@@ -61,6 +59,56 @@ static struct psplice_pair *pair_new(int fd_in, int fd_out, unsigned int flags,
 		pthread_mutex_init(&pp->lock, NULL);
 	}
 	return pp;
+}
+
+static struct psplice_pair *pair_new(int fd_in, int fd_out, unsigned int flags,
+				      bool hold)
+{
+	struct psplice_result r = { 0 };
+	struct psplice_pair p;
+
+	if (ps__check_flags(flags, PS_PLAN_FLAGS, &r) < 0 ||
+	    ps__pair_init(&p, fd_in, fd_out, flags, &r) < 0)
+		return pair_refused(&r);
+	return pair_kept(&p, hold, &r);
+}
+
+/* An fd as its caller describes it (psplice_pair_new_known): the kind and
+ * the flags said, nothing asked of the kernel. */
+static int described(int fd, unsigned int d, bool input, struct ps_endpoint *ep,
+		     struct psplice_result *r)
+{
+	static const int kinds[] = {
+		[PSPLICE_FD_TCP] = PS_K_TCP, [PSPLICE_FD_UNIX] = PS_K_UNIX,
+		[PSPLICE_FD_PIPE] = PS_K_PIPE,
+	};
+	unsigned int kind = d & ~PSPLICE_FD_NONBLOCK;
+	int side = input ? PSPLICE_SIDE_IN : PSPLICE_SIDE_OUT, mode = O_RDWR;
+
+	if (kind < PSPLICE_FD_TCP || kind > PSPLICE_FD_PIPE)
+		return ps__fail_early(r, EINVAL, side);
+	if (fd < 0)
+		return ps__fail_early(r, EBADF, side);
+	if (kind == PSPLICE_FD_PIPE)
+		mode = input ? O_RDONLY : O_WRONLY;
+	*ep = (struct ps_endpoint){ .fd = fd, .kind = kinds[kind], .size = 0,
+				   .fl = mode | (d & PSPLICE_FD_NONBLOCK ? O_NONBLOCK : 0) };
+	return 0;
+}
+
+__attribute__((visibility("default")))
+struct psplice_pair *psplice_pair_new_known(int fd_in, unsigned int in, int fd_out,
+					    unsigned int out, unsigned int flags)
+{
+	struct psplice_result r = { 0 };
+	struct psplice_pair p;
+
+	if (ps__check_flags(flags, PS_PLAN_FLAGS, &r) < 0 ||
+	    described(fd_in, in, true, &p.in, &r) < 0 ||
+	    described(fd_out, out, false, &p.out, &r) < 0)
+		return pair_refused(&r);
+	ps__pair_plan(&p, flags);
+	return pair_kept(&p, true, &r);
 }
 
 /* .symver as a directive: clang, which builds the fuzzers, has no symver
