@@ -588,6 +588,19 @@ static int op_transfer(struct fz *z, const struct fz_op *op)
 	return check_call(z, &c, ret, err, &r);
 }
 
+/* What the driver knows of an fd it made, as psplice_pair_new_known takes
+ * it; 0 for a kind with no such description (a file, a device, a pty). */
+static unsigned int described(int kind, bool nonblock)
+{
+	unsigned int d = kind == FZ_TCP ? PSPLICE_FD_TCP : kind == FZ_UNIX ? PSPLICE_FD_UNIX :
+			 kind == FZ_PIPE ? PSPLICE_FD_PIPE : 0;
+
+	return d && nonblock ? d | PSPLICE_FD_NONBLOCK : d;
+}
+
+/* A pair, prepared by psplice_pair_new or, for fds the driver can
+ * describe and at arg's word, by psplice_pair_new_known: the model is the
+ * same for both. */
 static int op_pnew(struct fz *z, const struct fz_op *op)
 {
 	unsigned int f = op->flags;
@@ -599,7 +612,13 @@ static int op_pnew(struct fz *z, const struct fz_op *op)
 	    (f & PSPLICE_F_SIGPIPE_IGNORED))
 		want = EINVAL;
 	errno = 0;
-	z->pair = psplice_pair_new(z->in.fd, z->out.fd, f);
+	if ((op->arg & 0x20) && described(z->s->in_kind, z->s->fdmode & 1) &&
+	    described(z->s->out_kind, z->s->fdmode & 2))
+		z->pair = psplice_pair_new_known(z->in.fd, described(z->s->in_kind, z->s->fdmode & 1),
+						 z->out.fd, described(z->s->out_kind,
+								      z->s->fdmode & 2), f);
+	else
+		z->pair = psplice_pair_new(z->in.fd, z->out.fd, f);
 	if (z->pair && want)
 		return fail(z, "a pair made with flags %#x, want %s", f, strerrorname_np(want));
 	if (!z->pair && (errno != (want ? want : EOPNOTSUPP) ||
