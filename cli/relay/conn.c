@@ -21,20 +21,30 @@ static void touch(struct worker *w, struct conn *c)
 		w->next_check = c->deadline;
 }
 
-/* Both directions classified and planned once, for all their moves. serve()
- * ignores SIGPIPE before any worker starts and never restores it, so the
- * pairs say so and their moves skip the engine's SIGPIPE guard. */
+/* Both directions planned once, for all their moves, from what the relay
+ * knows of the sockets it accepted and made: nothing is asked of the
+ * kernel. serve() ignores SIGPIPE before any worker starts and never
+ * restores it, so the pairs say so and their moves skip the engine's
+ * SIGPIPE guard. */
 static int prepare_pairs(struct conn *c, unsigned int flags)
 {
 	int i;
 
 	for (i = 0; i < 2; i++) {
-		c->d[i].pair = psplice_pair_new(c->d[i].in->fd, c->d[i].out->fd,
-						flags | PSPLICE_F_SIGPIPE_IGNORED);
+		c->d[i].pair = psplice_pair_new_known(c->d[i].in->fd, c->d[i].in->known,
+						      c->d[i].out->fd, c->d[i].out->known,
+						      flags | PSPLICE_F_SIGPIPE_IGNORED);
 		if (!c->d[i].pair)
 			return -errno;
 	}
 	return 0;
+}
+
+/* What the relay knows of a socket of its own: accept4(2) and socket(2)
+ * made it O_NONBLOCK, of the family of its address. */
+static unsigned int known(sa_family_t family)
+{
+	return (family == AF_UNIX ? PSPLICE_FD_UNIX : PSPLICE_FD_TCP) | PSPLICE_FD_NONBLOCK;
 }
 
 static void flowing(struct worker *w, struct conn *c)
@@ -151,6 +161,7 @@ int conn_target(struct worker *w, struct conn *c)
 		return 0;
 	}
 	c->target.fd = tfd;
+	c->target.known = known(t->addr.ss.ss_family);
 	if (t->addr.ss.ss_family != AF_UNIX)
 		tune(r, tfd);
 	c->deadline = now_ms() + r->connect_ms;
@@ -174,7 +185,7 @@ void conn_open(struct worker *w, int cfd, const struct sockaddr *sa, socklen_t l
 	c->id = atomic_fetch_add(&r->ids, 1) + 1;
 	atomic_fetch_add(&r->total, 1);
 	addr_text(sa, len, c->peer, sizeof(c->peer));
-	c->client = (struct handle){ .kind = H_CLIENT, .fd = cfd };
+	c->client = (struct handle){ .kind = H_CLIENT, .fd = cfd, .known = known(sa->sa_family) };
 	c->target = (struct handle){ .kind = H_TARGET, .fd = -1 };
 	c->d[0] = (struct dir){ .in = &c->client, .out = &c->target, .state = D_DONE };
 	c->d[1] = (struct dir){ .in = &c->target, .out = &c->client, .state = D_DONE };

@@ -147,6 +147,8 @@ struct handle {
 	enum handle_kind kind;
 	int fd;
 	uint32_t events;     /* registered with epoll; 0: not registered */
+	unsigned int known;  /* a connection's socket, as the relay made it:
+	                        PSPLICE_FD_TCP or _UNIX, | _NONBLOCK */
 };
 
 /* D_PACED: out of tokens, waiting for the timer, input not watched. */
