@@ -2,9 +2,10 @@
 # psplice relay: a stream the relay cuts short looks cut, and each closed
 # connection has its record. The client checks whether its read ended with
 # an end of stream (FIN) or a reset (ECONNRESET): a clean end both ways
-# stays a FIN; a target that resets mid-stream, the drain timeout after
-# SIGTERM with a connection still streaming, and an idle timeout with bytes
-# held all reset the client. --log-format=json writes one object per closed
+# stays a FIN; a target that resets mid-stream, a target that closes with
+# the client's bytes unread (said "closed", not an error), the drain timeout
+# after SIGTERM with a connection still streaming, and an idle timeout with
+# bytes held all reset the client. --log-format=json writes one object per closed
 # connection whose byte counts are what the peers counted, whose every
 # line json.loads takes, and whose unix addresses keep every byte of the
 # path, and whose counts are iperf3's and curl's own. Loopback only;
@@ -68,6 +69,13 @@ def target(mode, where, portfile, countfile, n):
         elif mode == "flood":    # n bytes at once, more than the path holds
             c.sendall(b"f" * n)
             time.sleep(20)
+        elif mode == "close":    # reads n bytes, then closes, the rest unread
+            while got < n:
+                b = c.recv(min(65536, n - got))
+                if not b:
+                    break
+                got += len(b)
+            c.close()
     except OSError:
         pass
     ready(countfile, str(got))
@@ -84,7 +92,11 @@ def client(port, n, shut, wait, startedfile):
             time.sleep(0.1)
     ready("c.port", str(c.getsockname()[1]))
     if n:
-        c.sendall(b"c" * n)
+        try:
+            c.sendall(b"c" * n)
+        except (ConnectionResetError, BrokenPipeError):
+            print("rst", 0)
+            return
     if shut == "shut":
         c.shutdown(socket.SHUT_WR)
     time.sleep(float(wait))
@@ -244,7 +256,7 @@ rc_is $LINENO 0
 wait $cpid
 is $LINENO rst "$(cut -d' ' -f1 c4.out)"
 grep '^{' r4.log >log.json
-fields $LINENO end=drain_timeout side=relay reset=true
+fields $LINENO end=drain_timeout side=relay reset=true method=splice_pipe
 
 # An idle timeout while bytes wait for a client that does not read: the
 # client, reading at last, gets what arrived and then a reset.
@@ -253,9 +265,21 @@ relay r5.log --log-format=json --log=log.json --idle-timeout=1 127.0.0.1:0 127.0
 got=$(timeout 60 python3 peer.py client $rport 0 open 3 -)
 is $LINENO rst "${got% *}"
 wait_for log.json '"id":1,.*"end":"idle_timeout"' || fail $LINENO "no record: $(cat log.json)"
-fields $LINENO reset=true
+fields $LINENO reset=true method=splice_pipe
 [ "$(python3 peer.py record log.json lost_to_client)" != lost_to_client=0 ] ||
 	fail $LINENO "nothing held at the idle timeout: $(cat log.json)"
+stop_relay $LINENO
+
+# The target takes part of the client's stream, then closes with the rest
+# unread, as iperf3's server ends a test: the relay cannot deliver what it
+# holds. The record says the target closed (no error of the relay's), on a
+# write, and the client is reset, as its bytes did not all arrive.
+target close 127.0.0.1:0 1000000
+relay r6.log --log-format=json --log=log.json 127.0.0.1:0 127.0.0.1:$tport
+got=$(timeout 60 python3 peer.py client $rport 64000000 open 0 -)
+is $LINENO rst "${got% *}"
+wait_for log.json '"id":1,.*"end":"closed"' || fail $LINENO "no record: $(cat log.json)"
+fields $LINENO end=closed side=target op=write errno=EPIPE reset=true method=splice_pipe
 stop_relay $LINENO
 
 # A unix target whose path holds a quote, a backslash, a newline, a byte

@@ -49,6 +49,7 @@ static bool cuts(const struct conn *c, const struct ending *e)
 		return false;
 	switch (e->how) {
 	case END_RST:
+	case END_CLOSED:
 	case END_ERROR:
 	case END_DRAIN:
 	case END_STOP: return true;

@@ -250,8 +250,9 @@ static void count(struct worker *w, struct conn *c, struct dir *d,
 		bucket_spend(&w->r->rate, &d->empty_at, now, res->in_bytes);
 		bucket_spend(&w->r->rate_total, &w->r->total_empty_at[i], now, res->in_bytes);
 	}
-	/* For the record: the paths the engine took, from the result. */
-	if (res->in_bytes || res->out_bytes)
+	/* For the record: the paths that delivered bytes (a move that only
+	 * took some, its output full, names none). */
+	if (res->out_bytes)
 		d->methods |= 1u << (res->method & 31);
 }
 
@@ -260,11 +261,14 @@ static enum end_side side_of(const struct conn *c, const struct handle *h)
 	return h == &c->target ? SIDE_TARGET : SIDE_CLIENT;
 }
 
-/* Why a direction stopped: a reset by the peer, or another error. */
+/* Why a direction stopped: a reset by the peer it reads, the peer it
+ * writes gone (the engine says EPIPE for its close and its reset alike: a
+ * target that ends its side of a test with the client's bytes unread, as
+ * iperf3's server does), or another error. */
 static void fail_on(struct ending *e, const struct conn *c, const struct handle *h,
 		    bool reading, int err)
 {
-	e->how = err == ECONNRESET ? END_RST : END_ERROR;
+	e->how = err == ECONNRESET ? END_RST : err == EPIPE && !reading ? END_CLOSED : END_ERROR;
 	e->side = side_of(c, h);
 	e->reading = reading;
 	e->err = err;

@@ -110,7 +110,7 @@ static void add_time(struct rec *r, int64_t ns)
 }
 
 static const char *const end_name[] = {
-	[END_FIN] = "fin", [END_RST] = "rst", [END_ERROR] = "error",
+	[END_FIN] = "fin", [END_RST] = "rst", [END_CLOSED] = "closed", [END_ERROR] = "error",
 	[END_IDLE] = "idle_timeout", [END_DRAIN] = "drain_timeout",
 	[END_CONNECT] = "connect_error", [END_SETUP] = "setup_error",
 	[END_PROXY] = "proxy_header", [END_STOP] = "stop_signal",
@@ -148,7 +148,7 @@ static void add_methods(struct rec *r, unsigned int methods)
 
 static void log_json(struct relay *r, const struct conn *c, const struct ending *e, bool cut)
 {
-	bool failed = e->how == END_RST || e->how == END_ERROR;
+	bool failed = e->how == END_RST || e->how == END_CLOSED || e->how == END_ERROR;
 	char target[128];
 	struct rec rec = { .len = 0 };
 	int64_t ms = (cli_now_ns() - c->start_mono) / 1000000;
@@ -192,6 +192,9 @@ static const char *end_text(const struct ending *e)
 	switch (e->how) {
 	case END_RST:
 	case END_ERROR: return rw[e->reading][e->side == SIDE_TARGET];
+	case END_CLOSED:
+		return e->side == SIDE_TARGET ? "target closed before taking all" :
+						"client closed before taking all";
 	case END_IDLE: return "idle timeout";
 	case END_DRAIN: return "closed at drain timeout";
 	case END_SETUP: return "cannot relay";

@@ -169,7 +169,9 @@ struct dir {
 /* How a connection ended, for its reset and its record. */
 enum end_how {
 	END_FIN,         /* both directions ended by their sender */
-	END_RST,         /* a peer reset it (ECONNRESET) */
+	END_RST,         /* a peer reset it (ECONNRESET reading it) */
+	END_CLOSED,      /* a peer closed or reset it while bytes were still
+	                    going to it (EPIPE writing it) */
 	END_ERROR,       /* another error reading or writing a peer */
 	END_IDLE,        /* --idle-timeout */
 	END_DRAIN,       /* --drain-timeout after a stop signal */
