@@ -166,6 +166,7 @@ void bench_pressure(const struct bench_opts *o);
 void bench_relay(const struct bench_opts *o);
 void bench_relay_proxy(const struct bench_opts *o);
 void bench_relay_failover(const struct bench_opts *o);
+void bench_requests(const struct bench_opts *o);
 void bench_scaling(const struct bench_opts *o);
 void bench_tee(const struct bench_opts *o);
 void bench_writebehind(const struct bench_opts *o);

@@ -43,6 +43,7 @@ static const struct group groups[] = {
 	{ "relay", bench_relay },
 	{ "relay-proxy", bench_relay_proxy },
 	{ "relay-failover", bench_relay_failover },
+	{ "requests", bench_requests },
 	{ "pressure", bench_pressure },
 	{ "scaling", bench_scaling },
 	{ "tee", bench_tee },
@@ -303,8 +304,8 @@ const struct cli_cmd bench_cmd = {
 		"      --quick       a subset that runs in about a minute\n"
 		"      --only LIST   only these groups, comma-separated: mechanism,\n"
 		"                    per-call, file-server, cat, cp, relay,\n"
-		"                    relay-proxy, relay-failover, pressure, scaling,\n"
-		"                    tee, write-behind, exec\n"
+		"                    relay-proxy, relay-failover, requests, pressure,\n"
+		"                    scaling, tee, write-behind, exec\n"
 		"      --dir DIR     scratch directory, on the filesystem to measure\n"
 		"                    (default: a new directory in /var/tmp, removed after)\n"
 		"      --out DIR     also write DIR/latest.csv, latest.svg and latest.txt\n"

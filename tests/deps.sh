@@ -68,6 +68,13 @@ bench)
 	want iperf3 iperf3
 	want mkfs.xfs xfsprogs
 	want losetup mount
+	# The requests group: real servers, their load generators, and strace
+	# to count a forwarder's system calls.
+	want redis-server redis-server
+	want redis-benchmark redis-tools
+	want nginx nginx-light
+	want wrk wrk
+	want strace strace
 	;;
 deb)
 	# make deb and make deb-check. dpkg-checkbuilddeps wants build-essential;
