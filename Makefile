@@ -189,14 +189,14 @@ check: deps
 	$(Q)MAKE="$(MAKE)" sh tests/check.sh
 
 check-quick: tests tools
-	$(Q)sh tests/run.sh $(BUILD)
+	$(Q)RUN_LABEL=check-quick sh tests/run.sh $(BUILD)
 
 check-asan:
 	$(Q)$(MAKE) --no-print-directory BUILD=build-asan CC=gcc \
 		SAN="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
 		OPT="-O1 -g" tests tools
 	$(Q)ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-		sh tests/run.sh build-asan
+		RUN_LABEL=check-asan sh tests/run.sh build-asan
 
 # The command too, for its threads: the relay's workers, cp's tree walk.
 CLI_TSAN_TESTS := t_cli_relay_msg.sh t_cli_relay_act.sh t_cli_relay_cut.sh t_cli_cpwalk.sh \
@@ -206,7 +206,8 @@ check-tsan:
 	$(Q)$(MAKE) --no-print-directory BUILD=build-tsan CC=gcc SAN="-fsanitize=thread" \
 		OPT="-O1 -g" build-tsan/tests/t_threads build-tsan/tests/t_pending \
 		$(FAULT_TSAN_TESTS:%=build-tsan/tests/%) build-tsan/psplice
-	$(Q)TSAN_OPTIONS=halt_on_error=1 sh tests/run.sh build-tsan t_threads t_pending \
+	$(Q)TSAN_OPTIONS=halt_on_error=1 RUN_LABEL=check-tsan sh tests/run.sh build-tsan \
+		t_threads t_pending \
 		$(FAULT_TSAN_TESTS) $(CLI_TSAN_TESTS)
 
 # Memory errors and leaks in the plain build, on the tests whose syscalls
@@ -221,7 +222,8 @@ FAULT_TSAN_TESTS := t_fault_threads16 t_fault_truncate t_oneshot_change
 VALGRIND_TESTS += t_fault_rlimit t_fault_odirect t_fault_pipesize t_fault_ext4 t_fault_regrow
 check-valgrind: tests
 	$(Q)PSPLICE_TEST_WRAP="valgrind -q --error-exitcode=99 --leak-check=full \
-		--errors-for-leak-kinds=definite" sh tests/run.sh $(BUILD) $(VALGRIND_TESTS)
+		--errors-for-leak-kinds=definite" RUN_LABEL=check-valgrind sh tests/run.sh \
+		$(BUILD) $(VALGRIND_TESTS)
 
 install: lib tools
 	$(call say,INSTALL,$(DESTDIR)$(PREFIX))

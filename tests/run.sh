@@ -1,6 +1,7 @@
 #!/bin/sh
 # Run the test programs in BUILD/tests (all, or those named), each with a
-# timeout, one line each, and a closing "N passed, N failed, N skipped".
+# timeout, one line each, and a closing "N passed, N failed, N skipped",
+# after "$RUN_LABEL: " when the caller names the run (make check-quick).
 # The scratch directory lives on the work tree's filesystem (ext4 here).
 build=${1:-build}
 shift 2>/dev/null
@@ -35,5 +36,5 @@ for t in $tests; do
 	rm -f "$out"
 done
 [ -n "$failed" ] && echo "failed:$failed"
-echo "$pass passed, $fail failed, $skip skipped"
+echo "${RUN_LABEL:+$RUN_LABEL: }$pass passed, $fail failed, $skip skipped"
 [ "$fail" -eq 0 ]
