@@ -28,6 +28,8 @@ check)
 	# used as an offline registry (bindings/rust/tokio/.cargo/config.toml).
 	ls -d /usr/share/cargo/registry/tokio-1.* >/dev/null 2>&1 ||
 		need="$need librust-tokio-dev"
+	# ... and again with Debian's rustc, the crates' rust-version.
+	[ -x /usr/bin/rustc ] && [ -x /usr/bin/cargo ] || need="$need rustc cargo"
 	# t_cli_relay_slow.sh counts the relay's read/write calls; t_cli_exec.sh
 	# checks the preload library makes none of its own when off, and runs
 	# tar under psplice exec.

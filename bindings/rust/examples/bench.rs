@@ -15,10 +15,10 @@
 //! directory); --pipe-size: grow each pipe with F_SETPIPE_SZ first
 //! (otherwise it has the kernel's default, as a program's pipes do).
 
-use std::ffi::c_int;
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom, Write};
-use std::os::fd::{AsFd, AsRawFd};
+use std::os::raw::c_int;
+use std::os::unix::io::{AsFd, AsRawFd};
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::time::{Duration, Instant};

@@ -9,10 +9,10 @@
 //! many before it exits). A listening port of 0 takes a free one; the first
 //! line on standard error names it.
 
-use std::ffi::{c_int, c_ulong};
 use std::io;
 use std::net::{Shutdown, TcpListener, TcpStream};
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
+use std::os::raw::{c_int, c_ulong};
+use std::os::unix::io::{AsFd, AsRawFd, BorrowedFd};
 
 use psplice::{Flags, Pair, Side};
 
@@ -131,7 +131,7 @@ fn main() -> io::Result<()> {
         .get(3)
         .map(|n| n.parse().expect("a number of connections"));
     let mut served = 0;
-    while count.is_none_or(|n| served < n) {
+    while count.map_or(true, |n| served < n) {
         let (client, peer) = listener.accept()?;
         let server = TcpStream::connect(&args[2])?;
         for s in [&client, &server] {

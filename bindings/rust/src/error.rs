@@ -1,9 +1,10 @@
 //! What a failed call says: the errno, the side it belongs to, the counts
 //! and the bytes taken that could not be delivered.
 
-use std::ffi::{c_int, CStr};
+use std::ffi::CStr;
 use std::fmt;
 use std::io;
+use std::os::raw::c_int;
 
 use crate::sys;
 
@@ -93,7 +94,7 @@ impl fmt::Display for Method {
 ///
 /// # Safety
 /// `p` is NULL or points to a NUL-terminated string that is never freed.
-pub(crate) unsafe fn static_str(p: *const std::ffi::c_char) -> &'static str {
+pub(crate) unsafe fn static_str(p: *const std::os::raw::c_char) -> &'static str {
     if p.is_null() {
         return "?";
     }

@@ -6,7 +6,7 @@
 //!
 //! ```no_run
 //! use std::fs::File;
-//! use std::os::fd::AsFd;
+//! use std::os::unix::io::AsFd;
 //!
 //! let src = File::open("/etc/hostname")?;
 //! let stdout = std::io::stdout();
@@ -20,10 +20,10 @@
 //! never reaches the program: a reader that went away is an [`Error`] with
 //! errno `EPIPE` on [`Side::Out`], whatever SIGPIPE's disposition.
 
-use std::ffi::c_uint;
 use std::io;
 use std::ops::{BitOr, BitOrAssign};
-use std::os::fd::{AsRawFd, BorrowedFd};
+use std::os::raw::c_uint;
+use std::os::unix::io::{AsRawFd, BorrowedFd};
 
 mod error;
 mod pair;

@@ -1,10 +1,10 @@
 //! A prepared pair (psplice_pair_new(3)): two descriptors classified once
 //! for many moves, holding what the output could not take as pending bytes.
 
-use std::ffi::c_void;
 use std::io;
 use std::marker::PhantomData;
-use std::os::fd::{AsRawFd, BorrowedFd};
+use std::os::raw::c_void;
+use std::os::unix::io::{AsRawFd, BorrowedFd};
 use std::ptr::NonNull;
 
 use crate::{run_move, sys, Error, Flags, Moved};

@@ -1,12 +1,12 @@
 //! Range sync with the level it truly reached (psplice_sync(3)), and
 //! write-behind for long sequential writers (psplice_wb_new(3)).
 
-use std::ffi::c_int;
 use std::fmt;
 use std::io;
 use std::marker::PhantomData;
 use std::ops::BitOr;
-use std::os::fd::{AsRawFd, BorrowedFd};
+use std::os::raw::c_int;
+use std::os::unix::io::{AsRawFd, BorrowedFd};
 use std::ptr::NonNull;
 
 use crate::error::static_str;

@@ -5,7 +5,7 @@
 
 #![allow(non_camel_case_types)]
 
-use std::ffi::{c_char, c_int, c_uint, c_void};
+use std::os::raw::{c_char, c_int, c_uint, c_void};
 
 pub const PSPLICE_F_MOVE: c_uint = 0x01;
 pub const PSPLICE_F_NONBLOCK: c_uint = 0x02;

@@ -1,9 +1,9 @@
 //! Fan-out: one input to many outputs through tee(2) (psplice_tee(3)).
 
-use std::ffi::{c_int, c_void};
 use std::io;
 use std::marker::PhantomData;
-use std::os::fd::{AsRawFd, BorrowedFd};
+use std::os::raw::{c_int, c_void};
+use std::os::unix::io::{AsRawFd, BorrowedFd};
 use std::ptr::NonNull;
 
 use crate::pair::{hand_back, take_all, DropHandler};

@@ -4,9 +4,11 @@
 //! Its own process (no test harness): it installs a SIGALRM handler, which
 //! every test sharing the process would share.
 
-use std::ffi::c_int;
+mod common;
+
 use std::io::{self, Write};
-use std::os::fd::AsFd;
+use std::os::raw::c_int;
+use std::os::unix::io::AsFd;
 
 use psplice::{copy, Flags, Side, TO_EOF};
 
@@ -27,7 +29,7 @@ fn main() {
         signal(SIGALRM, noted as extern "C" fn(c_int) as usize);
         siginterrupt(SIGALRM, 1);
     }
-    let (r, mut w) = io::pipe().unwrap();
+    let (r, mut w) = common::pipe().unwrap();
     w.write_all(b"early").unwrap();
     let path = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
         .join(format!("eintr-{}", std::process::id()));
@@ -36,7 +38,11 @@ fn main() {
     unsafe { alarm(1) };
     let e = copy(r.as_fd(), None, out.as_fd(), None, TO_EOF, Flags::EINTR).unwrap_err();
     assert_eq!(e.kind(), io::ErrorKind::Interrupted, "{e}");
-    assert_eq!((e.side(), e.in_bytes(), e.out_bytes()), (Side::In, 5, 5), "{e}");
+    assert_eq!(
+        (e.side(), e.in_bytes(), e.out_bytes()),
+        (Side::In, 5, 5),
+        "{e}"
+    );
     assert_eq!(std::fs::read(&path).unwrap(), b"early");
     std::fs::remove_file(path).unwrap();
     println!("test copy_returns_on_eintr ... ok");

@@ -6,9 +6,12 @@
 //! test sharing the process. A control child shows that the default is in
 //! force: a plain write into a pipe without readers kills it.
 
-use std::ffi::c_int;
+mod common;
+
+use std::fs::File;
 use std::io::{self, Write};
-use std::os::fd::AsFd;
+use std::os::raw::c_int;
+use std::os::unix::io::AsFd;
 use std::os::unix::process::ExitStatusExt;
 use std::process::Command;
 
@@ -27,8 +30,8 @@ fn default_sigpipe() {
 }
 
 /// A pipe whose reader is gone.
-fn broken_pipe() -> io::PipeWriter {
-    let (r, w) = io::pipe().unwrap();
+fn broken_pipe() -> File {
+    let (r, w) = common::pipe().unwrap();
     drop(r);
     w
 }

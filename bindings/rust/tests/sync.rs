@@ -3,8 +3,8 @@
 mod common;
 
 use std::io::{self, Write};
-use std::os::fd::AsFd;
 use std::os::unix::fs::FileExt;
+use std::os::unix::io::AsFd;
 
 use common::*;
 use psplice::{sync, Level, SyncFlags, WriteBehind};
@@ -57,7 +57,7 @@ fn bad_requests_fail_with_their_errno() {
     );
     let e = sync(f.as_fd(), u64::MAX, 0, SyncFlags::WRITE).unwrap_err();
     assert_eq!(e.error.kind(), io::ErrorKind::InvalidInput);
-    let (_r, w) = io::pipe().unwrap();
+    let (_r, w) = common::pipe().unwrap();
     let e = sync(w.as_fd(), 0, 0, SyncFlags::DATA).unwrap_err();
     assert_eq!(e.error.raw_os_error(), Some(29 /* ESPIPE */));
     let as_io: io::Error = e.into();
@@ -103,7 +103,7 @@ fn write_behind_without_sync_says_the_weakest_chunk() {
 
 #[test]
 fn write_behind_refuses_a_pipe() {
-    let (_r, w) = io::pipe().unwrap();
+    let (_r, w) = common::pipe().unwrap();
     let e = WriteBehind::new(w.as_fd(), 0, false).err().unwrap();
     assert_eq!(e.raw_os_error(), Some(29 /* ESPIPE */));
 }

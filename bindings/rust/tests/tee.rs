@@ -5,7 +5,7 @@ mod common;
 
 use std::fs;
 use std::io::{self, Read, Write};
-use std::os::fd::AsFd;
+use std::os::unix::io::AsFd;
 use std::time::Duration;
 
 use common::*;
@@ -16,7 +16,7 @@ fn every_sink_gets_the_stream() {
     let bytes = data(3 << 20);
     let (_, src) = file_with("src", &bytes);
     let (p1, f1) = empty_file("sink1");
-    let (r, w) = io::pipe().unwrap();
+    let (r, w) = common::pipe().unwrap();
     let reader = slow_reader(r, 64 << 10, Duration::ZERO);
     let mut tee = Tee::new(src.as_fd(), &[f1.as_fd(), w.as_fd()], 0, Flags::NONE).unwrap();
     assert_eq!(tee.len(), 2);
@@ -39,7 +39,7 @@ fn a_sink_whose_reader_left_is_out_and_the_others_go_on() {
     let bytes = data(1 << 20);
     let (_, src) = file_with("src", &bytes);
     let (p1, f1) = empty_file("sink1");
-    let (r, w) = io::pipe().unwrap();
+    let (r, w) = common::pipe().unwrap();
     drop(r);
     let mut tee = Tee::new(src.as_fd(), &[w.as_fd(), f1.as_fd()], 0, Flags::NONE).unwrap();
     let e = tee.copy(TO_EOF, Flags::NONE).unwrap_err();
@@ -60,7 +60,7 @@ fn a_sink_whose_reader_left_is_out_and_the_others_go_on() {
 fn a_slow_sink_holds_bytes_pending_that_take_returns() {
     let (mut feed, input) = sockets();
     let (p1, f1) = empty_file("sink1");
-    let (r, w) = io::pipe().unwrap();
+    let (r, w) = common::pipe().unwrap();
     let bytes = data(8 << 20);
     let stream = bytes.clone();
     // The writer stops with EPIPE once the test drops the input.

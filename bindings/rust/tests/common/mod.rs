@@ -5,12 +5,28 @@
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
+use std::os::raw::c_int;
+use std::os::unix::io::FromRawFd;
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
+
+/// A pipe, read end first, close-on-exec: what `std::io::pipe` makes, for
+/// the Rust the crates say they need (1.63; `std::io::pipe` came in 1.87).
+pub fn pipe() -> std::io::Result<(File, File)> {
+    extern "C" {
+        fn pipe2(fds: *mut c_int, flags: c_int) -> c_int;
+    }
+    const O_CLOEXEC: c_int = 0o2000000;
+    let mut fds: [c_int; 2] = [-1, -1];
+    if unsafe { pipe2(fds.as_mut_ptr(), O_CLOEXEC) } < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(unsafe { (File::from_raw_fd(fds[0]), File::from_raw_fd(fds[1])) })
+}
 
 /// Bytes that tell their position apart: a lost or repeated byte shows.
 pub fn data(n: usize) -> Vec<u8> {

@@ -43,7 +43,7 @@ async fn main() -> io::Result<()> {
         .map(|n| n.parse().expect("a number of connections"));
     let mut tasks = Vec::new();
     let mut accepted = 0;
-    while count.is_none_or(|n| accepted < n) {
+    while count.map_or(true, |n| accepted < n) {
         let (client, addr) = listener.accept().await?;
         let target = args[2].clone();
         let task = tokio::spawn(async move {

@@ -21,9 +21,9 @@
 //! # }
 //! ```
 
-use std::ffi::c_int;
 use std::io;
-use std::os::fd::{AsFd, AsRawFd};
+use std::os::raw::c_int;
+use std::os::unix::io::{AsFd, AsRawFd};
 
 use psplice::{Flags, Pair, Side};
 use tokio::io::unix::AsyncFd;

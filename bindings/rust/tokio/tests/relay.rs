@@ -12,7 +12,7 @@ use std::thread;
 use std::time::Duration;
 
 use common::{data, slow_reader, sockets};
-use std::os::fd::AsFd;
+use std::os::unix::io::AsFd;
 
 use psplice::{Flags, Pair, Side};
 use tokio::io::unix::AsyncFd;
