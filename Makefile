@@ -77,7 +77,7 @@ PRELOAD_DIR ?= $(LIBDIR)/psplice
 
 .PHONY: all lib tools tests examples check check-quick check-asan check-tsan check-valgrind check-abi \
 	check-rust check-python install-python bench-bindings \
-	demo install install-check clean deps deps-demo deps-deb bench deb deb-check stress
+	demo install uninstall install-check clean deps deps-demo deps-deb bench deb deb-check stress
 all: lib tools
 
 lib: $(BUILD)/libpsplice.a $(BUILD)/$(SONAME)
@@ -243,6 +243,35 @@ install: lib tools
 	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
 		-e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' -e 's|@VERSION@|$(VERSION)|' \
 		psplice.pc.in > $(DESTDIR)$(PKGCONFIGDIR)/psplice.pc
+	$(Q)$(LDCONFIG_STEP)
+
+# Into the running system (no DESTDIR), the loader's cache is made anew
+# (ldconfig) as root, so that programs find libpsplice.so.N at once; when
+# that cannot be, or LIBDIR is not a directory the loader searches, the one
+# line to run is said. A staged install (DESTDIR) leaves it to the package.
+LDCONFIG_STEP = if [ -n "$(DESTDIR)" ]; then :; \
+	elif [ "$$(id -u)" -ne 0 ] || ! command -v ldconfig >/dev/null 2>&1; then \
+		echo "install: run 'ldconfig' as root for programs to find $(SONAME) in $(LIBDIR)"; \
+	elif ! ldconfig; then \
+		echo "install: ldconfig failed: run 'ldconfig' as root for programs to find $(SONAME)"; \
+	elif ! ldconfig -p | grep -qF "$(LIBDIR)/$(SONAME)"; then \
+		echo "install: the loader does not search $(LIBDIR): run" \
+			"'echo $(LIBDIR) > /etc/ld.so.conf.d/psplice.conf && ldconfig'"; \
+	fi
+
+# What install wrote, and only that: its files, and the directories of the
+# project's own (LIBDIR/psplice, LIBEXECDIR/psplice) once empty.
+uninstall:
+	$(call say,RM,$(DESTDIR)$(PREFIX))
+	$(Q)rm -f $(DESTDIR)$(LIBDIR)/libpsplice.a $(DESTDIR)$(LIBDIR)/$(SONAME) \
+		$(DESTDIR)$(LIBDIR)/libpsplice.so $(DESTDIR)$(INCLUDEDIR)/psplice.h \
+		$(DESTDIR)$(BINDIR)/psplice $(DESTDIR)$(BENCH_DIR)/psplice-bench \
+		$(DESTDIR)$(PRELOAD_DIR)/$(notdir $(PRELOAD)) $(DESTDIR)$(BASHCOMPDIR)/psplice \
+		$(DESTDIR)$(PKGCONFIGDIR)/psplice.pc \
+		$(addprefix $(DESTDIR)$(MANDIR)/man1/,$(notdir $(wildcard man/*.1))) \
+		$(addprefix $(DESTDIR)$(MANDIR)/man3/,$(notdir $(wildcard man/*.3)))
+	$(Q)rmdir $(DESTDIR)$(PRELOAD_DIR) $(DESTDIR)$(BENCH_DIR) 2>/dev/null || true
+	$(Q)$(LDCONFIG_STEP)
 
 # The Python binding (bindings/python): its tests, with the library just
 # built found by its soname through LD_LIBRARY_PATH, as an installed one
