@@ -2,7 +2,10 @@
 
 The library is found by its soname, libpsplice.so.0, so that the dynamic
 loader's search (LD_LIBRARY_PATH, ld.so.cache) decides which copy runs, as it
-would for a C program; PSPLICE_LIBRARY, a path, overrides that search.
+would for a C program; PSPLICE_LIBRARY, a path, overrides that search. When
+the loader has no copy (make install into a prefix the loader does not
+search, or ldconfig not run yet), the prefix the package was installed
+under and make install's default, /usr/local, are tried.
 """
 
 import ctypes
@@ -35,17 +38,41 @@ class CResult(ctypes.Structure):
     ]
 
 
+def _prefixes():
+    """lib directories beside the loader's: the prefix this package lies
+    under (PREFIX/lib/python3.X/site-packages/psplice), then /usr/local."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    parts = here.split(os.sep)
+    found = []
+    if "lib" in parts:
+        prefix = os.sep.join(parts[:len(parts) - parts[::-1].index("lib") - 1]) or os.sep
+        found.append(os.path.join(prefix, "lib"))
+    found.append("/usr/local/lib")
+    return found
+
+
+def _candidates():
+    env = os.environ.get("PSPLICE_LIBRARY")
+    if env:
+        return [env]
+    return [SONAME] + [os.path.join(d, SONAME) for d in _prefixes()
+                       if os.path.exists(os.path.join(d, SONAME))]
+
+
 def _open():
-    path = os.environ.get("PSPLICE_LIBRARY") or SONAME
-    try:
-        # use_errno: ctypes saves errno right after each call, before the
-        # interpreter's own system calls can overwrite it.
-        return ctypes.CDLL(path, use_errno=True)
-    except OSError as e:
-        raise ImportError(
-            f"psplice: cannot load {path}: {e}; install libpsplice0, or set "
-            "LD_LIBRARY_PATH to the directory that holds " + SONAME +
-            ", or PSPLICE_LIBRARY to the library's path") from e
+    tried = []
+    for path in _candidates():
+        try:
+            # use_errno: ctypes saves errno right after each call, before
+            # the interpreter's own system calls can overwrite it.
+            return ctypes.CDLL(path, use_errno=True)
+        except OSError as e:
+            tried.append(f"{path}: {e}")
+    raise ImportError(
+        "psplice: cannot load the C library (" + "; ".join(tried) + "): install it "
+        "(Debian: apt-get install libpsplice0; from the source tree: make install, "
+        "as root), or set LD_LIBRARY_PATH to the directory that holds " + SONAME +
+        ", or PSPLICE_LIBRARY to the library's path")
 
 
 lib = _open()
