@@ -4,14 +4,14 @@
 # program against them through pkg-config, run the installed psplice, load
 # its completion and man pages from where the system looks; psplice bench
 # says the benchmark is missing until psplice-bench is installed, then runs
-# it; then purge the
-# packages and check that nothing of them is left. Needs root (dpkg);
+# it; import the Python module with Debian's python3 and copy with it; then
+# purge the packages and check that nothing of them is left. Needs root (dpkg);
 # refuses to touch a psplice already installed. Prints one summary line;
 # exits 1 if any check failed.
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 dir=${1:-$top/build/deb}
-pkgs="libpsplice0 libpsplice-dev psplice psplice-bench"
+pkgs="libpsplice0 libpsplice-dev psplice psplice-bench python3-psplice"
 CC=${CC:-cc}
 checks=0 failed=0
 
@@ -58,6 +58,17 @@ install() {
 installed=true
 # shellcheck disable=SC2086 # a word list
 install $debs
+# The Python module, from where Debian's python3 looks, on the installed
+# library: it imports and copies.
+owns_py=/usr/lib/python3/dist-packages/psplice/__init__.py
+ok "python3 -c 'import psplice' does not copy with the installed library" sh -c \
+	'head -c 100003 /dev/urandom >"$1/py.in" && cd / && env -u LD_LIBRARY_PATH -u PSPLICE_LIBRARY \
+	/usr/bin/python3 -c "import psplice, sys
+f = open(sys.argv[1], \"rb\"); g = open(sys.argv[2], \"wb\")
+r = psplice.copy(f, g)
+assert psplice.__file__ == sys.argv[3], psplice.__file__
+assert r.out_bytes == 100003, r" "$1/py.in" "$1/py.out" "$2" && cmp "$1/py.in" "$1/py.out"' \
+	- "$tmp" "$owns_py"
 # psplice without psplice-bench: psplice bench says what to install.
 ok "psplice bench without psplice-bench does not say it is not installed" sh -c \
 	'psplice bench --help >"$1/bench.out" 2>&1; rc=$?; test $rc -eq 127 &&
@@ -83,6 +94,7 @@ owns libpsplice-dev /usr/include/psplice.h $libdir/libpsplice.a $libdir/libpspli
 owns psplice /usr/bin/psplice /usr/share/man/man1/psplice.1.gz \
 	/usr/share/bash-completion/completions/psplice $libdir/psplice/libpsplice-preload.so
 owns psplice-bench /usr/libexec/psplice/psplice-bench
+owns python3-psplice "$owns_py" /usr/lib/python3/dist-packages/psplice/_lib.py
 ok "the psplice package holds the benchmark" \
 	sh -c '! grep -qx /usr/libexec/psplice/psplice-bench "$1"' - "$tmp/psplice.files"
 ok "psplice bench --help through psplice-bench fails" sh -c \
@@ -184,8 +196,9 @@ ok "ldconfig still knows libpsplice.so.0 after purge" \
 echo "deb-check: $((checks - failed)) passed, $failed failed, 0 skipped"
 if [ "$failed" -eq 0 ]; then
 	echo "deb-check: OK: $checks checks: installed$(for p in $pkgs; do printf ' %s' "$p"; done)" \
-		"with dpkg, a C program built via pkg-config runs, psplice --version, psplice bench" \
-		"missing then run, man pages and completion found, purged clean"
+		"with dpkg, a C program built via pkg-config runs, python3 imports psplice and copies," \
+		"psplice --version, psplice bench missing then run, man pages and completion found," \
+		"purged clean"
 else
 	echo "deb-check: FAILED $failed of $checks checks"
 	exit 1

@@ -22,8 +22,12 @@ check)
 	want curl curl
 	want iperf3 iperf3
 	want python3 python3
-	# make check-python runs the Python binding's tests with Debian's pytest.
+	# make check-python runs the Python binding's tests with Debian's pytest,
+	# and pip-installs the package into a new virtualenv, offline, with
+	# Debian's wheel.
 	want pytest-3 python3-pytest
+	/usr/bin/python3 -c 'import ensurepip' 2>/dev/null || need="$need python3-venv"
+	ls /usr/share/python-wheels/wheel-*.whl >/dev/null 2>&1 || need="$need python3-wheel-whl"
 	# make check-rust builds the tokio relay on Debian's packaged crates,
 	# used as an offline registry (bindings/rust/tokio/.cargo/config.toml).
 	ls -d /usr/share/cargo/registry/tokio-1.* >/dev/null 2>&1 ||
@@ -85,6 +89,7 @@ deb)
 		need="$need build-essential"
 	want dpkg-buildpackage dpkg-dev
 	want dh debhelper
+	[ -e /usr/share/perl5/Debian/Debhelper/Sequence/python3.pm ] || need="$need dh-python"
 	want lintian lintian
 	want pkg-config pkg-config
 	[ -r /usr/share/bash-completion/bash_completion ] || need="$need bash-completion"
