@@ -302,6 +302,33 @@ static size_t allowance(struct worker *w, struct conn *c, struct dir *d)
 	return 0;
 }
 
+/* A move that took less than it asked and delivered all it took found the
+ * input empty: a request is read whole, and the next move would only say
+ * EAGAIN. The direction waits for its input instead (epoll is
+ * level-triggered: bytes that came since are reported at once). */
+static bool emptied(struct dir *d, const struct psplice_result *res, size_t len)
+{
+	if (!res->in_bytes || res->in_bytes >= len || d->pending)
+		return false;
+	d->state = D_READ;
+	return true;
+}
+
+/* End of input, and nothing pending (a move delivers those first): the
+ * half-close goes on, and the other direction keeps flowing. When that
+ * one has ended too, the close says it (a FIN: all the output's input was
+ * read) and the shutdown would be a call for nothing. */
+static void ended(struct conn *c, struct dir *d)
+{
+	struct dir *other = d == &c->d[0] ? &c->d[1] : &c->d[0];
+
+	if (other->state != D_DONE)
+		shutdown(d->out->fd, SHUT_WR);
+	d->state = D_DONE;
+	if (c->first_fin == SIDE_RELAY)
+		c->first_fin = side_of(c, d->in);
+}
+
 /* Move one direction until it would block, ends, fails, used its budget
  * or its tokens. -1 when the connection must close (f says why). What the output
  * cannot take stays in the pair, in its pipe, and goes out first when the
@@ -324,15 +351,11 @@ static int pump(struct worker *w, struct conn *c, struct dir *d, struct ending *
 		if (res.in_bytes || res.out_bytes)
 			touch(w, c);
 		if (!res.error) {
+			if (emptied(d, &res, len))
+				return 0;
 			if (res.in_bytes || res.out_bytes)
 				continue;
-			/* End of input, and nothing pending (a move delivers
-			 * those first): forward the half-close; the other
-			 * direction keeps flowing. */
-			shutdown(d->out->fd, SHUT_WR);
-			d->state = D_DONE;
-			if (c->first_fin == SIDE_RELAY)
-				c->first_fin = side_of(c, d->in);
+			ended(c, d);
 			return 0;
 		}
 		if (res.error == EINTR)
