@@ -87,8 +87,16 @@ static bool pipe_out(struct server *s, int fd, loff_t *off, size_t n)
 	return true;
 }
 
-/* One step of a serve by the way w: > 0 bytes moved. psplice_copy moves
- * them all or fails. */
+/* One step by psplice's way w, in to out, the file at its offset: > 0
+ * bytes moved; psplice_copy moves them all or fails. */
+static ssize_t ours(int w, int in, int64_t *oi, int out, int64_t *oo, size_t left)
+{
+	if (w == W_PSPLICE)
+		return psplice(in, oi, out, oo, left, PROMISE);
+	return psplice_copy(in, oi, out, oo, left, PROMISE, NULL) ? -1 : (ssize_t)left;
+}
+
+/* One step of a serve by the way w: > 0 bytes moved. */
 static ssize_t serve_step(struct server *s, int w, int64_t *off, size_t left)
 {
 	loff_t lo = *off;
@@ -97,10 +105,8 @@ static ssize_t serve_step(struct server *s, int w, int64_t *off, size_t left)
 	if (left > BUF)
 		left = BUF;
 	switch (w) {
-	case W_PSPLICE: return psplice(s->file, off, s->sock, NULL, left, PROMISE);
-	case W_COPY:
-		return psplice_copy(s->file, off, s->sock, NULL, left, PROMISE, NULL) ? -1 :
-		       (ssize_t)left;
+	case W_PSPLICE:
+	case W_COPY: return ours(w, s->file, off, s->sock, NULL, left);
 	case W_SENDFILE: m = sendfile(s->sock, s->file, &lo, left); break;
 	case W_PREAD:
 		m = pread(s->file, s->buf, left, *off);
@@ -126,10 +132,8 @@ static ssize_t recv_step(struct server *s, int w, int64_t *off, size_t left)
 	if (left > BUF)
 		left = BUF;
 	switch (w) {
-	case W_PSPLICE: return psplice(s->sock, NULL, s->out, off, left, PROMISE);
-	case W_COPY:
-		return psplice_copy(s->sock, NULL, s->out, off, left, PROMISE, NULL) ? -1 :
-		       (ssize_t)left;
+	case W_PSPLICE:
+	case W_COPY: return ours(w, s->sock, NULL, s->out, off, left);
 	case W_RECV:
 		m = recv(s->sock, s->buf, left, 0);
 		if (m > 0 && !pwrite_all(s->out, s->buf, (size_t)m, *off))

@@ -6,30 +6,13 @@
 # no fstat, no fcntl, no sigaction and no getsockopt but connect's
 # SO_ERROR, at most one a connection; every answer arrives whole. TCP and
 # a unix target. Loopback only; every wait is bounded.
-dir=$1
-bin=${PSPLICE_BIN:?}
+[ -z "${BASH_VERSION:-}" ] && command -v bash >/dev/null && exec bash "$0" "$@"
+name=t_cli_relay_calls; . "$(dirname "$0")/cli-lib.sh"
 command -v python3 >/dev/null 2>&1 || { echo "SKIP: python3 missing (tests/deps.sh check)"; exit 77; }
 command -v strace >/dev/null 2>&1 || { echo "SKIP: strace missing (tests/deps.sh check)"; exit 77; }
-t=$(mktemp -d "$dir/cli-relay-calls-XXXXXX") || exit 1
+t=$d
 pids=
-cleanup() {
-	for p in $pids; do kill "$p" 2>/dev/null; done
-	rm -rf "$t"
-}
-trap cleanup EXIT
-fail() {
-	echo "FAIL: $*" >&2
-	for f in "$t"/*.log; do [ -f "$f" ] && sed "s|^|  $(basename "$f"): |" "$f" | tail -8 >&2; done
-	exit 1
-}
-wait_for() {
-	i=0
-	while ! grep -q "$2" "$1" 2>/dev/null; do
-		i=$((i + 1))
-		[ $i -lt 200 ] || return 1
-		sleep 0.05
-	done
-}
+cli_cleanup() { for p in $pids; do kill "$p" 2>/dev/null; done; }
 N=100
 
 cat > "$t/peers.py" <<'EOF'
@@ -77,48 +60,48 @@ else:
     client(int(sys.argv[2]), int(sys.argv[3]))
 EOF
 
-# run NAME TARGET: N connections through a relay traced once it listens.
+# run KIND TARGET: N connections through a relay traced once it listens.
 run() {
-	name=$1
+	kind=$1
 	rm -f "$t/ready"
-	timeout 120 python3 "$t/peers.py" server "$2" "$t/ready" > "$t/$name-server.log" 2>&1 &
+	timeout 120 python3 "$t/peers.py" server "$2" "$t/ready" > "$t/$kind-server.log" 2>&1 &
 	pids="$pids $!"
-	wait_for "$t/ready" . || fail "$name: the target did not start"
+	wait_for "$t/ready" . || fail $LINENO "$kind: the target did not start"
 	target=$(cat "$t/ready")
-	"$bin" relay -v -j 1 127.0.0.1:0 "$target" > "$t/$name.log" 2>&1 &
+	"$P" relay -v -j 1 127.0.0.1:0 "$target" > "$t/$kind.log" 2>&1 &
 	relay=$!
 	pids="$pids $relay"
-	wait_for "$t/$name.log" "listening on" || fail "$name: the relay did not start"
-	rport=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\),.*/\1/p' "$t/$name.log")
+	wait_for "$t/$kind.log" "listening on" || fail $LINENO "$kind: the relay did not start"
+	rport=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\),.*/\1/p' "$t/$kind.log")
 	# One connection first: the worker's pipe and buffers are made then.
-	timeout 60 python3 "$t/peers.py" client "$rport" 1 || fail "$name: the first connection failed"
-	timeout 120 strace -f -qq -p "$relay" -o "$t/$name.trace" \
+	timeout 60 python3 "$t/peers.py" client "$rport" 1 || fail $LINENO "$kind: the first connection failed"
+	timeout 120 strace -f -qq -p "$relay" -o "$t/$kind.trace" \
 		-e trace=fstat,newfstatat,statx,fcntl,getsockopt,rt_sigaction,accept4 &
 	tracer=$!
 	pids="$pids $tracer"
 	i=0
-	until grep -q . "$t/$name.trace" 2>/dev/null || [ $i -ge 50 ]; do
+	until grep -q . "$t/$kind.trace" 2>/dev/null || [ $i -ge 50 ]; do
 		# strace writes nothing until a traced call: a connection makes one.
-		timeout 60 python3 "$t/peers.py" client "$rport" 1 || fail "$name: a connection failed"
+		timeout 60 python3 "$t/peers.py" client "$rport" 1 || fail $LINENO "$kind: a connection failed"
 		i=$((i + 1))
 	done
-	timeout 120 python3 "$t/peers.py" client "$rport" $N > "$t/$name-client.log" 2>&1 ||
-		fail "$name: the client failed: $(cat "$t/$name-client.log")"
+	timeout 120 python3 "$t/peers.py" client "$rport" $N > "$t/$kind-client.log" 2>&1 ||
+		fail $LINENO "$kind: the client failed: $(cat "$t/$kind-client.log")"
 	sleep 0.3
 	kill "$tracer"
 	wait "$tracer" 2>/dev/null
 	kill "$relay"
 	wait "$relay" 2>/dev/null
-	conns=$(grep -c 'accept4(.*) = [0-9]' "$t/$name.trace")
-	[ "$conns" -ge "$N" ] || fail "$name: $conns connections traced, want $N or more"
+	conns=$(grep -c 'accept4(.*) = [0-9]' "$t/$kind.trace")
+	[ "$conns" -ge "$N" ] || fail $LINENO "$kind: $conns connections traced, want $N or more"
 	for call in fstat newfstatat statx fcntl rt_sigaction; do
-		n=$(grep -c "^[0-9]* *$call(" "$t/$name.trace")
-		[ "$n" -eq 0 ] || fail "$name: $n $call calls for $conns connections: $(grep "$call(" "$t/$name.trace" | head -3)"
+		n=$(grep -c "^[0-9]* *$call(" "$t/$kind.trace")
+		[ "$n" -eq 0 ] || fail $LINENO "$kind: $n $call calls for $conns connections: $(grep "$call(" "$t/$kind.trace" | head -3)"
 	done
-	n=$(grep -c 'getsockopt(' "$t/$name.trace")
-	other=$(grep 'getsockopt(' "$t/$name.trace" | grep -vc 'SO_ERROR')
-	[ "$other" -eq 0 ] || fail "$name: getsockopt other than SO_ERROR: $(grep 'getsockopt(' "$t/$name.trace" | grep -v SO_ERROR | head -3)"
-	[ "$n" -le "$conns" ] || fail "$name: $n getsockopt calls for $conns connections"
+	n=$(grep -c 'getsockopt(' "$t/$kind.trace")
+	other=$(grep 'getsockopt(' "$t/$kind.trace" | grep -vc 'SO_ERROR')
+	[ "$other" -eq 0 ] || fail $LINENO "$kind: getsockopt other than SO_ERROR: $(grep 'getsockopt(' "$t/$kind.trace" | grep -v SO_ERROR | head -3)"
+	[ "$n" -le "$conns" ] || fail $LINENO "$kind: $n getsockopt calls for $conns connections"
 }
 
 run tcp 127.0.0.1:0
