@@ -64,12 +64,7 @@ void conn_close(struct worker *w, struct conn *c, const struct ending *e)
 	int i;
 
 	log_close(w->r, c, e, cut);
-	/* Out of the epoll set before the close: a relay starting its
-	 * replacement (SIGUSR2) has a child holding a copy of every fd until
-	 * it execs, and an fd closed here would stay registered meanwhile,
-	 * its events naming a connection already freed. */
-	unwatch(w, &c->client);
-	unwatch(w, &c->target);
+	closing_begin(w, &c->client, c->target.fd >= 0 ? &c->target : NULL);
 	if (c->connecting)
 		close_gently(c->client.fd);
 	else if (cut)
@@ -80,6 +75,7 @@ void conn_close(struct worker *w, struct conn *c, const struct ending *e)
 		close_reset(c->target.fd);
 	else if (c->target.fd >= 0)
 		close(c->target.fd);
+	closing_end(w);
 	/* What a pair still holds is handed back by psplice_pair_free: the
 	 * output is gone or stalled past its timeout, so it is dropped here,
 	 * counted in the report above. */

@@ -286,6 +286,7 @@ static int relay_main(const struct cli_cmd *cmd, int argc, char **argv)
 {
 	struct relay r = { .connect_ms = 10000, .check_ms = 2000, .drain_ms = 10000, .unix_mode = -1,
 			   .log_fd = STDERR_FILENO, .ready_fd = -1, .replace_fd = -1,
+			   .fork_lock = PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP,
 			   .accept_failed = { .lock = PTHREAD_MUTEX_INITIALIZER, .what = "accept" } };
 	const char *log = NULL;
 	uint64_t jobs = parse_options(cmd, argc, argv, &r, &log);

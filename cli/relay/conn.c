@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -47,12 +48,24 @@ static unsigned int known(sa_family_t family)
 	return (family == AF_UNIX ? PSPLICE_FD_UNIX : PSPLICE_FD_TCP) | PSPLICE_FD_NONBLOCK;
 }
 
+static int pump(struct worker *w, struct conn *c, struct dir *d, struct ending *f, bool hup);
+static void settle(struct worker *w, struct conn *c);
+
+/* Connected, the header sent: the client's bytes move at once. A client
+ * speaks first, most often, and what it sent while the target was
+ * connecting is there: moved now, not after another epoll_wait. A server
+ * that speaks first costs one move that says EAGAIN. */
 static void flowing(struct worker *w, struct conn *c)
 {
+	struct ending f = { .how = END_FIN };
+
 	c->d[0].state = D_READ;
 	c->d[1].state = D_READ;
 	touch(w, c);
-	update_interest(w, c);
+	if (pump(w, c, &c->d[0], &f, false) < 0)
+		conn_close(w, c, &f);
+	else
+		settle(w, c);
 }
 
 /* --send-proxy*: the header goes out whole before the client's first
@@ -107,11 +120,10 @@ void connect_failed(struct worker *w, struct conn *c, int err)
 	if (!own_fault(err))
 		target_down(w->r, c->tgt, err);
 	if (c->target.fd >= 0) {
-		/* Out of the epoll set first: see conn_close. */
-		unwatch(w, &c->target);
+		closing_begin(w, &c->target, NULL);
 		close(c->target.fd);
+		closing_end(w);
 		c->target.fd = -1;
-		c->target.events = 0;
 	}
 	if (own_fault(err) || conn_target(w, c) < 0)
 		give_up(w, c, err);
@@ -197,8 +209,8 @@ void conn_open(struct worker *w, int cfd, const struct sockaddr *sa, socklen_t l
 	c->connecting = true;
 	if (r->balance == BAL_ROUNDROBIN)
 		c->turn = (unsigned int)atomic_fetch_add(&r->turn, 1);
-	if (sa->sa_family != AF_UNIX)
-		tune(r, cfd);
+	/* TCP_NODELAY and TCP_NOTSENT_LOWAT came from the listener
+	 * (tune_listeners): an accepted socket inherits them. */
 	if (r->accept_proxy) {
 		/* The header first, TARGET once it is read; the -v line
 		 * then names the client it names. */
@@ -213,12 +225,15 @@ void conn_open(struct worker *w, int cfd, const struct sockaddr *sa, socklen_t l
 	conn_target(w, c);
 }
 
-static void connect_done(struct worker *w, struct conn *c)
+/* Writable without an error or a hangup: connected (a socket still
+ * connecting is not writable). Otherwise the error is asked for. */
+static void connect_done(struct worker *w, struct conn *c, uint32_t events)
 {
 	int err = 0;
 	socklen_t l = sizeof(err);
 
-	if (getsockopt(c->target.fd, SOL_SOCKET, SO_ERROR, &err, &l) < 0)
+	if ((events & (EPOLLERR | EPOLLHUP)) &&
+	    getsockopt(c->target.fd, SOL_SOCKET, SO_ERROR, &err, &l) < 0)
 		err = errno;
 	if (err)
 		connect_failed(w, c, err);
@@ -305,10 +320,13 @@ static size_t allowance(struct worker *w, struct conn *c, struct dir *d)
 /* A move that took less than it asked and delivered all it took found the
  * input empty: a request is read whole, and the next move would only say
  * EAGAIN. The direction waits for its input instead (epoll is
- * level-triggered: bytes that came since are reported at once). */
-static bool emptied(struct dir *d, const struct psplice_result *res, size_t len)
+ * level-triggered: bytes that came since are reported at once) -- unless
+ * the input's peer has ended its stream (hup, from the event): then the
+ * next move reads the end at once, rather than after another epoll_wait
+ * that would report it. */
+static bool emptied(struct dir *d, const struct psplice_result *res, size_t len, bool hup)
 {
-	if (!res->in_bytes || res->in_bytes >= len || d->pending)
+	if (!res->in_bytes || res->in_bytes >= len || d->pending || hup)
 		return false;
 	d->state = D_READ;
 	return true;
@@ -333,7 +351,7 @@ static void ended(struct conn *c, struct dir *d)
  * or its tokens. -1 when the connection must close (f says why). What the output
  * cannot take stays in the pair, in its pipe, and goes out first when the
  * output has room: the relay never copies a byte itself. */
-static int pump(struct worker *w, struct conn *c, struct dir *d, struct ending *f)
+static int pump(struct worker *w, struct conn *c, struct dir *d, struct ending *f, bool hup)
 {
 	struct psplice_result res;
 	int i;
@@ -351,7 +369,7 @@ static int pump(struct worker *w, struct conn *c, struct dir *d, struct ending *
 		if (res.in_bytes || res.out_bytes)
 			touch(w, c);
 		if (!res.error) {
-			if (emptied(d, &res, len))
+			if (emptied(d, &res, len, hup))
 				return 0;
 			if (res.in_bytes || res.out_bytes)
 				continue;
@@ -384,9 +402,10 @@ static void settle(struct worker *w, struct conn *c)
 	update_interest(w, c);
 }
 
-void conn_event(struct worker *w, struct conn *c, struct handle *h)
+void conn_event(struct worker *w, struct conn *c, struct handle *h, uint32_t events)
 {
 	struct ending f = { .how = END_FIN };
+	bool hup = events & (EPOLLRDHUP | EPOLLHUP);
 	int i;
 
 	if (c->dead)
@@ -399,7 +418,7 @@ void conn_event(struct worker *w, struct conn *c, struct handle *h)
 	}
 	if (c->connecting) {
 		if (h == &c->target)
-			connect_done(w, c);
+			connect_done(w, c, events);
 		return;
 	}
 	if (c->hdr_off < c->hdr_len) {
@@ -411,7 +430,7 @@ void conn_event(struct worker *w, struct conn *c, struct handle *h)
 		struct dir *d = &c->d[i];
 
 		if ((d->state == D_READ && d->in == h) || (d->state == D_WRITE && d->out == h))
-			if (pump(w, c, d, &f) < 0) {
+			if (pump(w, c, d, &f, hup && d->in == h) < 0) {
 				conn_close(w, c, &f);
 				return;
 			}
@@ -454,7 +473,7 @@ void conn_wake(struct worker *w, struct conn *c, int64_t now)
 		if (d->state != D_PACED || d->wake_at > now)
 			continue;
 		d->state = D_READ;
-		if (pump(w, c, d, &f) < 0) {
+		if (pump(w, c, d, &f, false) < 0) {
 			conn_close(w, c, &f);
 			return;
 		}

@@ -39,7 +39,7 @@
 
 #define CHUNK (1u << 20)     /* asked of each move */
 #define BUDGET 16            /* calls per direction per event: fairness */
-#define ACCEPT_BATCH 64
+#define ACCEPT_TRIES 4     /* accepts a wakeup, through EINTR and ECONNABORTED */
 #define RETRY_MS 100         /* a paused listener looks again this often */
 #define RECONNECT_MS 20      /* a unix target with a full queue, the same */
 #define NEVER INT64_MAX
@@ -136,6 +136,13 @@ struct relay {
 	int ready_fd;                    /* started by a reload: say so here; or -1 */
 	atomic_bool handed_over;         /* a reload or --replace took the listeners */
 	atomic_bool listener_lost;       /* another process shut a listener down */
+	/* A reload's child holds a copy of every fd from its fork to its
+	 * exec: a connection's fds closed meanwhile stay in the workers'
+	 * epoll sets. Taken for writing around fork, for reading around a
+	 * connection's close, which takes its fds out of the set first only
+	 * while forks is not 0 (watch.c). */
+	pthread_rwlock_t fork_lock;
+	atomic_int forks;                /* reloads forked, not yet ended */
 	pid_t replace_pid;               /* --replace: the relay replaced; or 0 */
 	int replace_fd;                  /* its pidfd until it is told; or -1 */
 };
@@ -243,6 +250,7 @@ int relay_run(struct relay *r);
 void addr_text(const struct sockaddr *sa, socklen_t len, char *buf, size_t size);
 int listener_handles(struct relay *r, struct worker *w);
 void tune(const struct relay *r, int fd);
+void tune_listeners(const struct relay *r, struct worker *w);
 
 /* net.c: the listeners, made or taken, before any worker starts. */
 int make_listeners(struct relay *r, struct worker *w);
@@ -279,6 +287,8 @@ void *worker_main(void *arg);
 void set_events(struct worker *w, struct handle *h, uint32_t events);
 void update_interest(struct worker *w, struct conn *c);
 void unwatch(struct worker *w, struct handle *h);
+void closing_begin(struct worker *w, struct handle *a, struct handle *b);
+void closing_end(struct worker *w);
 void listener_on(struct worker *w, bool on);
 
 /* close.c: the end of a connection, its record and its reset or close. */
@@ -286,7 +296,7 @@ void conn_close(struct worker *w, struct conn *c, const struct ending *e);
 
 /* conn.c */
 void conn_open(struct worker *w, int cfd, const struct sockaddr *sa, socklen_t len);
-void conn_event(struct worker *w, struct conn *c, struct handle *h);
+void conn_event(struct worker *w, struct conn *c, struct handle *h, uint32_t events);
 void connect_failed(struct worker *w, struct conn *c, int err);
 void conn_idle(struct worker *w, struct conn *c);
 int64_t conn_wake_at(const struct conn *c);

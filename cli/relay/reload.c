@@ -313,11 +313,17 @@ pid_t reload_start(struct relay *r, struct worker *w, int *ready_rd)
 		cli_error(ENOMEM, "relay: cannot reload");
 		goto out;
 	}
+	/* From here to its exec, the child holds every fd: see fork_lock. */
+	pthread_rwlock_wrlock(&r->fork_lock);
+	atomic_fetch_add(&r->forks, 1);
 	pid = fork();
 	if (pid == 0)
 		child(&s);
-	if (pid < 0)
+	pthread_rwlock_unlock(&r->fork_lock);
+	if (pid < 0) {
+		atomic_fetch_sub(&r->forks, 1);
 		cli_error(errno, "relay: cannot reload: fork");
+	}
 out:
 	free_spawn(&s);
 	if (p[1] >= 0)

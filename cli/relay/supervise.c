@@ -188,6 +188,8 @@ static void reloaded(struct relay *r, struct worker *w, struct reload *re)
 {
 	bool ok = reload_ended(r, re->pid, re->fd);
 
+	/* Exec'd (it said ready) or reaped: the fds' copies are gone. */
+	atomic_fetch_sub(&r->forks, 1);
 	re->fd = -1;
 	if (ok && !atomic_load(&r->draining)) {
 		re->successor = re->pid;
@@ -369,6 +371,7 @@ static int serve(struct relay *r, struct worker *w)
 
 	if (make_listeners(r, w) < 0)
 		return 1;
+	tune_listeners(r, w);
 	sfd = take_signals();
 	r->done_fd = eventfd(0, EFD_CLOEXEC);
 	if (sfd < 0 || r->done_fd < 0) {

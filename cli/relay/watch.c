@@ -21,10 +21,37 @@ void set_events(struct worker *w, struct handle *h, uint32_t events)
 		h->events = events;
 }
 
-/* Out of the epoll set, before its fd is closed (conn_close). */
+/* Out of the epoll set. */
 void unwatch(struct worker *w, struct handle *h)
 {
 	set_events(w, h, 0);
+}
+
+/* Before a connection's fds a and b (b may be NULL) are closed, until
+ * closing_end. Closing its last fd takes a socket out of every epoll set,
+ * and a close costs no epoll_ctl, except while a reload's child holds
+ * copies of the fds (from its fork to its exec): then a closed fd would
+ * stay registered, its events naming a connection already freed, so each
+ * is taken out first. The read lock keeps a fork from falling between
+ * the look at forks and the close. */
+void closing_begin(struct worker *w, struct handle *a, struct handle *b)
+{
+	bool forked;
+
+	pthread_rwlock_rdlock(&w->r->fork_lock);
+	forked = atomic_load_explicit(&w->r->forks, memory_order_relaxed) != 0;
+	if (forked)
+		unwatch(w, a);
+	a->events = 0;
+	if (b && forked)
+		unwatch(w, b);
+	if (b)
+		b->events = 0;
+}
+
+void closing_end(struct worker *w)
+{
+	pthread_rwlock_unlock(&w->r->fork_lock);
 }
 
 /* Each fd waits for what the directions using it wait for, nothing else. */
@@ -48,7 +75,7 @@ void update_interest(struct worker *w, struct conn *c)
 		struct dir *d = &c->d[i];
 
 		if (d->state == D_READ)
-			ev[d->in == &c->target] |= EPOLLIN;
+			ev[d->in == &c->target] |= EPOLLIN | EPOLLRDHUP;
 		else if (d->state == D_WRITE)
 			ev[d->out == &c->target] |= EPOLLOUT;
 	}

@@ -114,13 +114,17 @@ static void accept_failed(struct worker *w, int err)
 	pause_for_retry(w);
 }
 
-static void accept_some(struct worker *w, struct handle *l)
+/* One connection a wakeup, not until EAGAIN: a client that connected
+ * alone (the usual case, short connections one at a time) costs no accept
+ * that says EAGAIN, and in a storm the listener, level-triggered, is
+ * reported again at once, beside the connections' own events. */
+static void accept_one(struct worker *w, struct handle *l)
 {
 	struct sockaddr_storage ss;
 	socklen_t len;
 	int i, fd;
 
-	for (i = 0; i < ACCEPT_BATCH; i++) {
+	for (i = 0; i < ACCEPT_TRIES; i++) {
 		/* Others' connections may close: look again soon. */
 		if (!reserve_slot(w->r)) {
 			pause_for_retry(w);
@@ -132,7 +136,7 @@ static void accept_some(struct worker *w, struct handle *l)
 		if (fd >= 0) {
 			note_flush(&w->r->accept_failed, false);
 			conn_open(w, fd, (struct sockaddr *)&ss, len);
-			continue;
+			return;
 		}
 		atomic_fetch_sub(&w->r->open, 1);
 		if (errno == EINTR || errno == ECONNABORTED)
@@ -296,11 +300,11 @@ void *worker_main(void *arg)
 			struct handle *h = ev[i].data.ptr;
 
 			if (h->kind == H_LISTEN)
-				accept_some(w, h);
+				accept_one(w, h);
 			else if (h->kind == H_WAKE)
 				start_drain(w);
 			else
-				conn_event(w, conn_of(h), h);
+				conn_event(w, conn_of(h), h, ev[i].events);
 		}
 		bury(w);
 	}
