@@ -6,7 +6,9 @@
  * HAProxy at nbthread N, N = 1 and 2, beside the server reached directly.
  * Forwarders take turns in rounds; each load's best round counts, with its
  * 99th percentile latency and the forwarder's CPU per request (wait4 when
- * it is stopped). At -j 1 the forwarders' system calls are counted too, per
+ * it is stopped). The relay also with --copy=readwrite, through a buffer:
+ * whether splicing small messages costs them, in the same run. At -j 1 the
+ * forwarders' system calls are counted too, per
  * request (strace -c, a run of its own, as strace slows what it traces):
  * for the one-request connections, per connection. */
 #include <stdio.h>
@@ -43,6 +45,8 @@ static void variant_name(enum req_fwd f, int j, char *buf, size_t size)
 		snprintf(buf, size, "haproxy nbthread %d", j);
 	else if (f == Q_RELAY)
 		snprintf(buf, size, "psplice relay -j %d", j);
+	else if (f == Q_RELAY_COPY)
+		snprintf(buf, size, "psplice relay -j %d --copy=readwrite", j);
 	else
 		snprintf(buf, size, "no proxy");
 }

@@ -13,7 +13,9 @@
 #include "bench.h"
 
 enum req_server { S_REDIS, S_NGINX, N_SERVERS };
-enum req_fwd { Q_HAPROXY, Q_RELAY, Q_DIRECT, N_QFWD };
+/* Q_RELAY_COPY: the relay with --copy=readwrite, read and write through a
+ * buffer as HAProxy does: what splicing costs small messages, measured. */
+enum req_fwd { Q_HAPROXY, Q_RELAY, Q_RELAY_COPY, Q_DIRECT, N_QFWD };
 
 /* A load: its generator's command line, %d the port it connects to (and,
  * for wrk, its seconds first). */

@@ -165,6 +165,8 @@ pid_t req_fwd_start(const struct bench_opts *o, enum req_fwd f, int j, int targe
 		fwd_arg(&c, "%d", j);
 		fwd_arg(&c, "--drain-timeout");
 		fwd_arg(&c, "1");
+		if (f == Q_RELAY_COPY)
+			fwd_arg(&c, "--copy=readwrite");
 		fwd_arg(&c, "127.0.0.1:%d", *port);
 		fwd_arg(&c, "127.0.0.1:%d", target);
 	}
