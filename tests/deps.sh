@@ -42,6 +42,10 @@ check)
 	# t_cli_relay_proxy.sh puts HAProxy behind and in front of the relay,
 	# the PROXY protocol's reference peer.
 	want haproxy haproxy
+	# t_cli_relay_metrics.sh has Prometheus scrape the relay's --metrics,
+	# and its promtool lint the exposition.
+	want prometheus prometheus
+	want promtool prometheus
 	# t_cli_relay_act.sh starts the relay as systemd would, socket-activated.
 	want systemd-socket-activate systemd
 	# t_cli_exec.sh links a static program (cc -static wants libc.a).

@@ -132,6 +132,7 @@ want $LINENO "psplice cat --length=1"
 want $LINENO "psplice sync -r "
 want $LINENO "psplice relay --idle-timeout="
 want $LINENO "psplice relay --rate="
+want $LINENO "psplice relay --metrics="
 want $LINENO "psplice bench --secs "
 # An option that takes a value does not get a space after it.
 complete_line "psplice cp --syn"
@@ -164,6 +165,7 @@ want $LINENO "psplice relay -v 127.0.0.1:8080 unix:$d/ab" "$d/ab.img"
 # A rate is no operand: LISTEN, and so "-", comes next.
 has $LINENO "psplice relay --rate 1M " -
 has $LINENO "psplice relay --rate-total 1M " -
+has $LINENO "psplice relay --metrics :9100 " -
 has $LINENO "psplice relay u" unix:
 has $LINENO "psplice cat --to=" unix:
 want $LINENO "psplice relay 127.0.0.1:80"

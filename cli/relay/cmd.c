@@ -21,7 +21,7 @@
 enum { OPT_MAX_CONNS = 0x200, OPT_IDLE, OPT_CONNECT, OPT_DRAIN, OPT_STATS, OPT_COPY,
        OPT_LOWAT, OPT_NAGLE, OPT_REUSEPORT, OPT_UNIX_MODE, OPT_LOG_FORMAT, OPT_LOG,
        OPT_BALANCE, OPT_CHECK, OPT_SEND_PROXY, OPT_SEND_PROXY_V2, OPT_ACCEPT_PROXY,
-       OPT_REPLACE, OPT_RATE, OPT_RATE_TOTAL };
+       OPT_REPLACE, OPT_RATE, OPT_RATE_TOTAL, OPT_METRICS };
 
 static const struct option longopts[] = {
 	{ "jobs", required_argument, NULL, 'j' },
@@ -45,6 +45,7 @@ static const struct option longopts[] = {
 	{ "replace", required_argument, NULL, OPT_REPLACE },
 	{ "rate", required_argument, NULL, OPT_RATE },
 	{ "rate-total", required_argument, NULL, OPT_RATE_TOTAL },
+	{ "metrics", required_argument, NULL, OPT_METRICS },
 	{ "verbose", no_argument, NULL, 'v' },
 	CLI_COMMON_LONGOPTS
 };
@@ -125,6 +126,20 @@ static void rate_arg(const struct cli_cmd *cmd, const char *opt, const char *s,
 		cli_usage_error(cmd, "invalid %s %s (want bytes a second from 1 to 1T, "
 				"e.g. 10M or 10M/s)", opt, cli_quote(s));
 	rate_init(rt, (uint64_t)n);
+}
+
+/* --metrics=ADDR: a TCP address to listen on, as LISTEN takes one
+ * (HOST:PORT, [IPv6]:PORT, :PORT); Prometheus scrapes no unix socket. */
+static void metrics_arg(const struct cli_cmd *cmd, const char *s, struct relay *r)
+{
+	const char *why = NULL;
+
+	if (!strncmp(s, "unix:", 5))
+		cli_usage_error(cmd, "invalid --metrics %s (want HOST:PORT, not a unix socket)",
+				cli_quote(s));
+	if (cli_parse_addr(s, &r->metrics_addr, true, &why) < 0)
+		cli_usage_error(cmd, "invalid --metrics %s: %s", cli_quote(s), why);
+	r->metrics_text = s;
 }
 
 /* An octal mode, as chmod(1) takes it: 660, 0600. */
@@ -224,6 +239,7 @@ static uint64_t parse_options(const struct cli_cmd *cmd, int argc, char **argv,
 		case OPT_REPLACE: r->replace_pid = pid_arg(cmd, optarg); break;
 		case OPT_RATE: rate_arg(cmd, "--rate", optarg, &r->rate); break;
 		case OPT_RATE_TOTAL: rate_arg(cmd, "--rate-total", optarg, &r->rate_total); break;
+		case OPT_METRICS: metrics_arg(cmd, optarg, r); break;
 		case 'v': r->verbose = true; break;
 		default: cli_common_option(cmd, c);
 		}
@@ -389,6 +405,8 @@ const struct cli_cmd cli_cmd_relay = {
 	"                           worth, 64 KiB to 1 MiB, may go at once\n"
 	"      --rate-total=RATE    at most RATE bytes a second in each direction, all\n"
 	"                           connections together\n"
+	"      --metrics=ADDR       serve the counters to Prometheus over HTTP on ADDR\n"
+	"                           (HOST:PORT, [IPv6]:PORT, :PORT): GET /metrics\n"
 	"  -v, --verbose            log each connection's open and close with byte counts\n"
 	"\n"
 	"Examples: " CLI_NAME " relay -v 127.0.0.1:8080 127.0.0.1:80\n"

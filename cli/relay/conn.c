@@ -311,6 +311,7 @@ static size_t allowance(struct worker *w, struct conn *c, struct dir *d)
 	if (n)
 		return n;
 	d->state = D_PACED;
+	atomic_fetch_add_explicit(&r->paced, 1, memory_order_relaxed);
 	d->wake_at = (ready + 999999) / 1000000;
 	if (d->wake_at < w->next_check)
 		w->next_check = d->wake_at;

@@ -109,7 +109,7 @@ static void add_time(struct rec *r, int64_t ns)
 	add(r, "\"%s.%03dZ\"", text, (int)(ns / 1000000 % 1000));
 }
 
-static const char *const end_name[] = {
+const char *const relay_end_name[END_STOP + 1] = {
 	[END_FIN] = "fin", [END_RST] = "rst", [END_CLOSED] = "closed", [END_ERROR] = "error",
 	[END_IDLE] = "idle_timeout", [END_DRAIN] = "drain_timeout",
 	[END_CONNECT] = "connect_error", [END_SETUP] = "setup_error",
@@ -170,7 +170,8 @@ static void log_json(struct relay *r, const struct conn *c, const struct ending 
 	add(&rec, ",\"bytes_to_target\":%" PRIu64 ",\"bytes_to_client\":%" PRIu64
 		",\"lost_to_target\":%" PRIu64 ",\"lost_to_client\":%" PRIu64,
 	    c->d[0].bytes, c->d[1].bytes, c->d[0].pending, c->d[1].pending);
-	add(&rec, ",\"end\":\"%s\",\"side\":\"%s\",\"op\":", end_name[e->how], side_name[e->side]);
+	add(&rec, ",\"end\":\"%s\",\"side\":\"%s\",\"op\":", relay_end_name[e->how],
+	    side_name[e->side]);
 	add(&rec, failed ? (e->reading ? "\"read\"" : "\"write\"") : "null");
 	add(&rec, ",\"errno\":");
 	add_errno(&rec, e->err);
@@ -229,6 +230,8 @@ static void log_text(struct relay *r, const struct conn *c, const struct ending 
 
 void log_close(struct relay *r, const struct conn *c, const struct ending *e, bool cut)
 {
+	/* Counted whatever the log says: --metrics reports each kind. */
+	atomic_fetch_add_explicit(&r->ended[e->how], 1, memory_order_relaxed);
 	if (r->json)
 		log_json(r, c, e, cut);
 	else

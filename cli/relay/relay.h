@@ -4,6 +4,8 @@
  *   cmd.c        the options and operands, the log file; then
  *   supervise.c  the main thread: listeners, workers, signals, the stats
  *                line, drain, SIGUSR2 reload, the takeover, the end
+ *   metrics_http.c  --metrics: its listener, the thread that serves it
+ *   metrics.c    the counters in Prometheus's text format
  *   net.c        makes the listeners, or has them taken by
  *   activate.c   from a service manager (socket activation), or by
  *   replace.c    from the running relay --replace names
@@ -92,6 +94,7 @@ struct target {
 	struct cli_addr addr;
 	atomic_bool down;
 	atomic_uint_fast64_t conns;      /* connections to it, open or opening */
+	atomic_uint_fast64_t failed;     /* connects to it that failed (--metrics) */
 };
 
 /* What every worker shares; the counters are summed by the stats line. */
@@ -130,6 +133,11 @@ struct relay {
 	atomic_uint_fast64_t open, total, ids, bytes[2];
 	atomic_int_fast64_t pending[2];  /* held by the pairs, per direction */
 	atomic_uint_fast64_t copied;     /* delivered through user memory */
+	atomic_uint_fast64_t paced;      /* times a direction waited for tokens */
+	atomic_uint_fast64_t ended[16];  /* connections closed, by enum end_how */
+	const char *metrics_text;        /* --metrics's address as given; or NULL */
+	struct cli_addr metrics_addr;
+	struct metrics *metrics;         /* its listener and thread (metrics_http.c) */
 	struct note accept_failed;
 	int done_fd;                     /* eventfd: a worker has finished */
 	char *re_path, **re_argv;        /* what a reload runs (reload.c) */
@@ -187,6 +195,7 @@ enum end_how {
 	END_PROXY,       /* --accept-proxy: no valid header in time */
 	END_STOP         /* a second stop signal */
 };
+_Static_assert(END_STOP < 16, "struct relay's ended[] has a count for each end");
 
 enum end_side { SIDE_RELAY, SIDE_CLIENT, SIDE_TARGET };
 
@@ -327,8 +336,21 @@ void target_up(struct relay *r, struct target *t);
 int checker_start(struct relay *r);
 void checker_stop(struct relay *r);
 
-/* log.c */
+/* log.c: the records; each end's name, as the JSON record says it. */
+extern const char *const relay_end_name[END_STOP + 1];
 void log_open(struct relay *r, struct conn *c);
 void log_close(struct relay *r, const struct conn *c, const struct ending *e, bool cut);
+
+/* metrics.c: the exposition text of every counter, malloc'd; NULL when out
+ * of memory. */
+char *metrics_render(struct relay *r, size_t *len);
+
+/* metrics_http.c: --metrics's listener, made before any worker starts (-1
+ * when it cannot be, said); its thread; woken when the listeners were
+ * handed over, it closes the listener; stopped and freed at the end. */
+int metrics_listen(struct relay *r);
+int metrics_start(struct relay *r);
+void metrics_wake(struct relay *r);
+void metrics_stop(struct relay *r);
 
 #endif

@@ -178,6 +178,8 @@ static void handed_over(struct relay *r, struct worker *w, pid_t pid, int signo)
 	if (r->verbose)
 		cli_say("relay: process %ld serves in place of this one", (long)pid);
 	atomic_store(&r->handed_over, true);
+	/* Scrapes go to the new relay, which listens beside this one. */
+	metrics_wake(r);
 	if (!atomic_load(&r->draining))
 		stop(r, w, signo);
 }
@@ -369,7 +371,7 @@ static int serve(struct relay *r, struct worker *w)
 {
 	int sfd, i, status = 0;
 
-	if (make_listeners(r, w) < 0)
+	if (make_listeners(r, w) < 0 || metrics_listen(r) < 0)
 		return 1;
 	tune_listeners(r, w);
 	sfd = take_signals();
@@ -385,6 +387,8 @@ static int serve(struct relay *r, struct worker *w)
 		}
 	if (r->verbose)
 		say_listening(r, w);
+	if (metrics_start(r) < 0)
+		return 1;
 	if ((i = checker_start(r)))
 		cli_error(i, "relay: cannot start the target checker");
 	start_workers(r, w);
@@ -419,6 +423,7 @@ int relay_run(struct relay *r)
 		return 1;
 	}
 	status = serve(r, w);
+	metrics_stop(r);
 	if (r->replace_fd >= 0)
 		close(r->replace_fd);
 	free_listeners(r, w);

@@ -108,13 +108,15 @@ void targets_text(const struct relay *r, char *buf, size_t size)
 					 r->targets[i].addr.text);
 }
 
-/* With a single target there is nothing to fail over to: each connection
- * tries it, and its failure is said per connection, as it always was. */
+/* A connect to t failed (counted for --metrics). With a single target
+ * there is nothing to fail over to: each connection tries it, and its
+ * failure is said per connection, as it always was. */
 void target_down(struct relay *r, struct target *t, int err)
 {
 	bool was = false;
 	char why[256];
 
+	atomic_fetch_add_explicit(&t->failed, 1, memory_order_relaxed);
 	if (r->ntargets > 1 && atomic_compare_exchange_strong(&t->down, &was, true))
 		cli_say("relay: target %s is down (%s)", cli_quote(t->addr.text),
 			strerror_r(err, why, sizeof(why)));
