@@ -243,3 +243,22 @@ double fwd_stop(pid_t pid, int *status)
 	*status = bench_stop(pid, &cpu);
 	return *status == -1 ? -1 : cpu;
 }
+
+int fwd_haproxy_conf(const struct bench_opts *o, const char *name, int nbthread, bool splice,
+		     const char *front, int port, const char *back, int target, char *path,
+		     size_t size)
+{
+	FILE *f;
+
+	fwd_scratch(o, name, path, size);
+	if (!(f = fopen(path, "w")))
+		return -1;
+	fprintf(f, "global\n\tnbthread %d\n\tmaxconn 8192\n"
+		"defaults\n\tmode tcp\n%s"
+		"\ttimeout connect 5s\n\ttimeout client 60s\n\ttimeout server 60s\n"
+		"frontend in\n\tbind %s:%d\n\tdefault_backend out\n"
+		"backend out\n\tserver target %s:%d\n", nbthread,
+		splice ? "\toption splice-request\n\toption splice-response\n" : "", front, port,
+		back, target);
+	return fclose(f);
+}

@@ -48,6 +48,15 @@ void fwd_runs_note(const struct fwd_runs *r, int reps, char *note, size_t size);
 void fwd_runs_row(const char *group, const char *item, const char *variant,
 		  struct fwd_runs *r, bool baseline, const char *note);
 
+/* HAProxy in TCP mode, as the groups run it: nbthread threads, listening
+ * on front:port and forwarding to back:target, its configuration written
+ * to o->dir/name (path). With splice, splice is forced both ways (option
+ * splice-request and splice-response); without, HAProxy's defaults. 0, or
+ * -1 when the file cannot be written. */
+int fwd_haproxy_conf(const struct bench_opts *o, const char *name, int nbthread, bool splice,
+		     const char *front, int port, const char *back, int target, char *path,
+		     size_t size);
+
 /* An argv built piece by piece, each argument in its own storage, so that
  * a caller need not keep the strings it formatted. */
 struct fwd_cmdline {

@@ -98,19 +98,8 @@ void relay_variants(struct relay_ctx *x, const struct fwd *set, int n)
  * row would not be the splicing HAProxy it is named for. */
 static int haproxy_config(const struct relay_ctx *x, int port, char *path, size_t size)
 {
-	FILE *c;
-
-	fwd_scratch(x->o, "haproxy.cfg", path, size);
-	c = fopen(path, "w");
-	if (!c)
-		return -1;
-	fprintf(c, "global\n\tnbthread 1\n\tmaxconn 1024\n"
-		"defaults\n\tmode tcp\n\toption splice-request\n\toption splice-response\n"
-		"\ttimeout connect 5s\n\ttimeout client 60s\n\ttimeout server 60s\n"
-		"frontend in\n\tbind %s:%d\n\tdefault_backend out\n"
-		"backend out\n\tserver target %s:%d\n", x->net->front, port, x->net->back,
-		x->server_port);
-	return fclose(c);
+	return fwd_haproxy_conf(x->o, "haproxy.cfg", 1, true, x->net->front, port, x->net->back,
+				x->server_port, path, size);
 }
 
 /* psplice relay's arguments for f, with the option opt (NULL: none),

@@ -125,22 +125,6 @@ void req_servers_stop(struct req_servers *s)
 			bench_stop(s->pid[i], NULL);
 }
 
-static int haproxy_conf(const struct bench_opts *o, int j, int port, int target, char *path,
-			size_t size)
-{
-	FILE *f;
-
-	fwd_scratch(o, "requests-haproxy.cfg", path, size);
-	if (!(f = fopen(path, "w")))
-		return -1;
-	fprintf(f, "global\n\tnbthread %d\n\tmaxconn 8192\n"
-		"defaults\n\tmode tcp\n\ttimeout connect 5s\n\ttimeout client 60s\n"
-		"\ttimeout server 60s\n"
-		"frontend in\n\tbind 127.0.0.1:%d\n\tdefault_backend out\n"
-		"backend out\n\tserver target 127.0.0.1:%d\n", j, port, target);
-	return fclose(f);
-}
-
 pid_t req_fwd_start(const struct bench_opts *o, enum req_fwd f, int j, int target, int *port,
 		    char *why, size_t size)
 {
@@ -150,7 +134,8 @@ pid_t req_fwd_start(const struct bench_opts *o, enum req_fwd f, int j, int targe
 	*port = bench_free_port();
 	fwd_scratch(o, "requests-fwd.err", err, sizeof(err));
 	if (f == Q_HAPROXY) {
-		if (haproxy_conf(o, j, *port, target, conf, sizeof(conf)) < 0) {
+		if (fwd_haproxy_conf(o, "requests-haproxy.cfg", j, false, "127.0.0.1", *port,
+				     "127.0.0.1", target, conf, sizeof(conf)) < 0) {
 			snprintf(why, size, "cannot write haproxy's configuration");
 			return -1;
 		}
