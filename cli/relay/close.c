@@ -64,7 +64,8 @@ void conn_close(struct worker *w, struct conn *c, const struct ending *e)
 	int i;
 
 	log_close(w->r, c, e, cut);
-	closing_begin(w, &c->client, c->target.fd >= 0 ? &c->target : NULL);
+	c->kept = closing_keeps(w);
+	closing_begin(w, &c->client, c->target.fd >= 0 ? &c->target : NULL, c->kept);
 	if (c->connecting)
 		close_gently(c->client.fd);
 	else if (cut)

@@ -120,7 +120,10 @@ void connect_failed(struct worker *w, struct conn *c, int err)
 	if (!own_fault(err))
 		target_down(w->r, c->tgt, err);
 	if (c->target.fd >= 0) {
-		closing_begin(w, &c->target, NULL);
+		/* Out of the set first: the connection may end with its
+		 * memory freed, and this fd's registration must not outlive
+		 * it (closing_begin). */
+		closing_begin(w, &c->target, NULL, false);
 		close(c->target.fd);
 		closing_end(w);
 		c->target.fd = -1;
@@ -187,7 +190,7 @@ int conn_target(struct worker *w, struct conn *c)
 void conn_open(struct worker *w, int cfd, const struct sockaddr *sa, socklen_t len)
 {
 	struct relay *r = w->r;
-	struct conn *c = calloc(1, sizeof(*c));
+	struct conn *c = conn_alloc(w);
 
 	if (!c) {
 		close(cfd);
@@ -209,8 +212,10 @@ void conn_open(struct worker *w, int cfd, const struct sockaddr *sa, socklen_t l
 	c->connecting = true;
 	if (r->balance == BAL_ROUNDROBIN)
 		c->turn = (unsigned int)atomic_fetch_add(&r->turn, 1);
-	/* TCP_NODELAY and TCP_NOTSENT_LOWAT came from the listener
-	 * (tune_listeners): an accepted socket inherits them. */
+	/* A listener the relay made has the options (listen_on), which an
+	 * accepted socket inherits. */
+	if (r->tune_accepted && sa->sa_family != AF_UNIX)
+		tune(r, cfd);
 	if (r->accept_proxy) {
 		/* The header first, TARGET once it is read; the -v line
 		 * then names the client it names. */

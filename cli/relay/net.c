@@ -56,6 +56,11 @@ static int listen_on(const struct relay *r, const struct sockaddr *sa, socklen_t
 		    unlink(path) < 0 || bind(fd, sa, len) < 0)
 			goto fail;
 	}
+	/* Before listen(), so that every client's socket inherits them (an
+	 * accepted socket is a copy of its listener, made as the handshake
+	 * ends): TCP_NODELAY and TCP_NOTSENT_LOWAT cost no call a client. */
+	if (sa->sa_family != AF_UNIX)
+		tune(r, fd);
 	/* Before listen(): no client connects while the mode is still wrong. */
 	if (sa->sa_family == AF_UNIX && r->unix_mode >= 0 &&
 	    chmod(path, (mode_t)r->unix_mode) < 0)
@@ -111,6 +116,9 @@ int make_listeners(struct relay *r, struct worker *w)
 	bool unix_sock = ss.ss_family == AF_UNIX;
 	int i, fd;
 
+	/* Listeners made elsewhere, set as their maker saw fit, with clients
+	 * queued already: each client's socket is tuned as it comes. */
+	r->tune_accepted = r->ready_fd >= 0 || r->replace_pid || r->inherited;
 	if (r->ready_fd >= 0)
 		return inherit_listeners(r, w);
 	if (r->replace_pid)

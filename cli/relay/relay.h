@@ -8,7 +8,8 @@
  *   metrics.c    the counters in Prometheus's text format
  *   net.c        makes the listeners, or has them taken by
  *   activate.c   from a service manager (socket activation), or by
- *   replace.c    from the running relay --replace names
+ *   replace.c    from the running relay --replace names (peer.c:
+ *                what its /proc says: a relay? its --metrics address)
  *   reload.c     hands the listeners to the relay that replaces this one
  *   worker.c     a worker's epoll loop: accepts, timeouts, the drain
  *   conn.c       one connection's state machine: connect, the two pairs
@@ -41,6 +42,7 @@
 
 #define CHUNK (1u << 20)     /* asked of each move */
 #define BUDGET 16            /* calls per direction per event: fairness */
+#define KEEP_MAX 1024       /* closed connections whose memory a worker keeps */
 #define ACCEPT_TRIES 4     /* accepts a wakeup, through EINTR and ECONNABORTED */
 #define RETRY_MS 100         /* a paused listener looks again this often */
 #define RECONNECT_MS 20      /* a unix target with a full queue, the same */
@@ -117,6 +119,7 @@ struct relay {
 	atomic_int_fast64_t total_empty_at[2]; /* --rate-total's buckets, a direction each */
 	int notsent_lowat;               /* TCP_NOTSENT_LOWAT of each socket; 0: none */
 	bool nagle;                      /* leave TCP_NODELAY off */
+	bool tune_accepted;              /* listeners not made here: tune each client */
 	bool reuseport;                  /* share the port with other processes */
 	bool shared;                     /* one set of listeners for all the workers */
 	bool inherited;                  /* LISTEN "-": the service manager's sockets */
@@ -157,13 +160,15 @@ struct relay {
 
 enum handle_kind { H_LISTEN, H_WAKE, H_CLIENT, H_TARGET };
 
-/* epoll's data.ptr points at one of these, inside its owner. */
+/* epoll's data names one of these, inside its owner, with its gen then
+ * (watch.c): an event registered for an fd since closed says an older one. */
 struct handle {
 	enum handle_kind kind;
 	int fd;
 	uint32_t events;     /* registered with epoll; 0: not registered */
 	unsigned int known;  /* a connection's socket, as the relay made it:
 	                        PSPLICE_FD_TCP or _UNIX, | _NONBLOCK */
+	uint16_t gen;        /* bumped as its fd is closed */
 };
 
 /* D_PACED: out of tokens, waiting for the timer, input not watched. */
@@ -217,6 +222,7 @@ struct conn {
 	bool connecting;
 	int64_t retry_at;    /* connect again then (unix target busy); 0: no */
 	bool dead;           /* closed; freed after this batch of events */
+	bool kept;           /* closed, its memory kept for the next one */
 	uint64_t id;
 	int64_t deadline;    /* connect timeout, then idle timeout */
 	enum end_side first_fin; /* whose end of stream came first */
@@ -239,7 +245,9 @@ struct worker {
 	int64_t next_check;  /* earliest deadline worth a sweep */
 	struct conn head;    /* circular list of open connections */
 	struct conn *dead;   /* closed in this batch, linked by next */
+	struct conn *spare;  /* closed earlier, kept for new ones (watch.c) */
 	size_t nconns;
+	int nkept;           /* closed and kept, in dead or spare */
 };
 
 extern const char *const relay_dir_name[2];
@@ -259,7 +267,6 @@ int relay_run(struct relay *r);
 void addr_text(const struct sockaddr *sa, socklen_t len, char *buf, size_t size);
 int listener_handles(struct relay *r, struct worker *w);
 void tune(const struct relay *r, int fd);
-void tune_listeners(const struct relay *r, struct worker *w);
 
 /* net.c: the listeners, made or taken, before any worker starts. */
 int make_listeners(struct relay *r, struct worker *w);
@@ -296,8 +303,12 @@ void *worker_main(void *arg);
 void set_events(struct worker *w, struct handle *h, uint32_t events);
 void update_interest(struct worker *w, struct conn *c);
 void unwatch(struct worker *w, struct handle *h);
-void closing_begin(struct worker *w, struct handle *a, struct handle *b);
+struct handle *event_handle(uint64_t data);
+bool closing_keeps(struct worker *w);
+void closing_begin(struct worker *w, struct handle *a, struct handle *b, bool kept);
 void closing_end(struct worker *w);
+struct conn *conn_alloc(struct worker *w);
+void conn_bury(struct worker *w, bool all);
 void listener_on(struct worker *w, bool on);
 
 /* close.c: the end of a connection, its record and its reset or close. */
@@ -344,6 +355,13 @@ void log_close(struct relay *r, const struct conn *c, const struct ending *e, bo
 /* metrics.c: the exposition text of every counter, malloc'd; NULL when out
  * of memory. */
 char *metrics_render(struct relay *r, size_t *len);
+
+
+/* peer.c: whether pid runs psplice relay (said when not); the address
+ * its --metrics listens on, from its command line: false when it has none
+ * (or the line cannot be read). */
+bool is_relay(pid_t pid);
+bool metrics_addr_of(pid_t pid, struct cli_addr *a);
 
 /* metrics_http.c: --metrics's listener, made before any worker starts (-1
  * when it cannot be, said); its thread; woken when the listeners were

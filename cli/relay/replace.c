@@ -31,6 +31,8 @@ struct taken {
 	int n, size;
 	char others[512];
 	size_t olen;
+	struct cli_addr metrics; /* PID's --metrics listener, not one to take */
+	bool has_metrics;
 };
 
 /* Raw syscalls: glibc has had wrappers only since 2.36. */
@@ -47,50 +49,6 @@ static int sys_pidfd_getfd(int pidfd, int fd)
 static int sys_pidfd_send_signal(int pidfd, int sig, siginfo_t *info)
 {
 	return (int)syscall(SYS_pidfd_send_signal, pidfd, sig, info, 0);
-}
-
-/* The command line of pid with blanks between its arguments, quoted for a
- * message. */
-static const char *cmdline_text(char *cmdline, size_t len)
-{
-	size_t i;
-
-	if (!len)
-		return "empty: a kernel thread, a process that has exited, or one "
-		       "starting a program";
-	for (i = 0; i + 1 < len; i++)
-		if (!cmdline[i])
-			cmdline[i] = ' ';
-	return cli_quote(cmdline);
-}
-
-/* Whether pid runs "psplice relay": its program's name begins with psplice
- * (also a renamed copy, or the binary a wrapper script runs) and its first
- * argument is the command. Said when it does not. */
-static bool is_relay(pid_t pid)
-{
-	char path[64];
-	size_t len = 0;
-	char *cmdline, *name;
-	bool ok;
-
-	snprintf(path, sizeof(path), "/proc/%ld/cmdline", (long)pid);
-	cmdline = slurp(path, &len);
-	if (!cmdline) {
-		cli_error(errno, "relay: cannot replace process %ld: %s", (long)pid, path);
-		return false;
-	}
-	name = strrchr(cmdline, '/');
-	name = name ? name + 1 : cmdline;
-	ok = len && cmdline[len - 1] == '\0' && strlen(cmdline) + 1 < len &&
-	     !strncmp(name, CLI_NAME, strlen(CLI_NAME)) &&
-	     !strcmp(cmdline + strlen(cmdline) + 1, "relay");
-	if (!ok)
-		cli_error(0, "relay: cannot replace process %ld: it is not a " CLI_NAME
-			  " relay (its command line is %s)", (long)pid,
-			  cmdline_text(cmdline, len));
-	free(cmdline);
-	return ok;
 }
 
 static void say_no_permission(pid_t pid, int err)
@@ -224,29 +182,37 @@ static bool unreachable(pid_t pid, const struct sockaddr *sa, socklen_t len)
 	return stat(path, &st) < 0 || !S_ISSOCK(st.st_mode);
 }
 
+/* The same IPv4 or IPv6 address and port. */
+static bool same_inet(const struct sockaddr *sa, const struct sockaddr *want)
+{
+	const struct sockaddr_in *a4 = (const void *)sa, *w4 = (const void *)want;
+	const struct sockaddr_in6 *a6 = (const void *)sa, *w6 = (const void *)want;
+
+	if (sa->sa_family != want->sa_family)
+		return false;
+	if (sa->sa_family == AF_INET)
+		return a4->sin_port == w4->sin_port &&
+		       a4->sin_addr.s_addr == w4->sin_addr.s_addr;
+	return sa->sa_family == AF_INET6 && a6->sin6_port == w6->sin6_port &&
+	       !memcmp(&a6->sin6_addr, &w6->sin6_addr, sizeof(a6->sin6_addr)) &&
+	       a6->sin6_scope_id == w6->sin6_scope_id;
+}
+
 /* Whether the listener sa is LISTEN: the same address and port, or the
  * same socket file. LISTEN "-" is every listener. */
 static bool matches(const struct relay *r, pid_t pid, const struct sockaddr *sa,
 		    socklen_t len)
 {
 	const struct sockaddr *want = (const struct sockaddr *)&r->listen.ss;
-	const struct sockaddr_in *a4 = (const void *)sa, *w4 = (const void *)want;
-	const struct sockaddr_in6 *a6 = (const void *)sa, *w6 = (const void *)want;
 
 	if (unreachable(pid, sa, len))
 		return false;
 	if (r->inherited)
 		return true;
-	if (sa->sa_family != want->sa_family)
-		return false;
-	if (sa->sa_family == AF_INET)
-		return a4->sin_port == w4->sin_port &&
-		       a4->sin_addr.s_addr == w4->sin_addr.s_addr;
-	if (sa->sa_family == AF_INET6)
-		return a6->sin6_port == w6->sin6_port &&
-		       !memcmp(&a6->sin6_addr, &w6->sin6_addr, sizeof(a6->sin6_addr)) &&
-		       a6->sin6_scope_id == w6->sin6_scope_id;
-	return same_socket_file(pid, (const void *)sa, len, (const void *)want);
+	if (sa->sa_family != AF_UNIX)
+		return same_inet(sa, want);
+	return want->sa_family == AF_UNIX &&
+	       same_socket_file(pid, (const void *)sa, len, (const void *)want);
 }
 
 /* Keep fd, a socket not taken before; -1 without the memory. */
@@ -298,6 +264,9 @@ static int consider(const struct relay *r, pid_t pid, struct taken *t, int fd)
 	if (!listens(fd) || fstat(fd, &st) < 0 ||
 	    getsockname(fd, (struct sockaddr *)&ss, &len) < 0)
 		goto drop;
+	/* Its --metrics listener serves its scrapes, not clients. */
+	if (t->has_metrics && same_inet((struct sockaddr *)&ss, (struct sockaddr *)&t->metrics.ss))
+		goto drop;
 	for (i = 0; i < t->n; i++)
 		if (t->inos[i] == st.st_ino)
 			goto drop;
@@ -327,6 +296,7 @@ static int take_sockets(const struct relay *r, pid_t pid, int pidfd, struct take
 		say_no_permission(pid, errno);
 		return -1;
 	}
+	t->has_metrics = metrics_addr_of(pid, &t->metrics);
 	while (!err && (e = readdir(d))) {
 		n = readlinkat(dirfd(d), e->d_name, link, sizeof(link) - 1);
 		if (n < 0 || (link[n] = '\0', strncmp(link, "socket:[", 8)))

@@ -69,25 +69,3 @@ void tune(const struct relay *r, int fd)
 		(void)setsockopt(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &r->notsent_lowat,
 				 sizeof(r->notsent_lowat));
 }
-
-/* The listeners get what their connections' sockets get: an accepted TCP
- * socket inherits TCP_NODELAY and TCP_NOTSENT_LOWAT from its listener,
- * which saves each client a setsockopt(2). Set either way here, as a
- * listener taken from a service manager or from the relay replaced may
- * carry another setting; a unix listener refuses both, harmlessly. */
-void tune_listeners(const struct relay *r, struct worker *w)
-{
-	int nodelay = !r->nagle, i, k;
-
-	for (i = 0; i < r->jobs; i++)
-		for (k = 0; k < r->nlisten; k++) {
-			if (i && w[i].listeners[k].fd == w[0].listeners[k].fd)
-				continue;
-			(void)setsockopt(w[i].listeners[k].fd, IPPROTO_TCP, TCP_NODELAY,
-					 &nodelay, sizeof(nodelay));
-			if (r->notsent_lowat)
-				(void)setsockopt(w[i].listeners[k].fd, IPPROTO_TCP,
-						 TCP_NOTSENT_LOWAT, &r->notsent_lowat,
-						 sizeof(r->notsent_lowat));
-		}
-}

@@ -373,7 +373,6 @@ static int serve(struct relay *r, struct worker *w)
 
 	if (make_listeners(r, w) < 0 || metrics_listen(r) < 0)
 		return 1;
-	tune_listeners(r, w);
 	sfd = take_signals();
 	r->done_fd = eventfd(0, EFD_CLOEXEC);
 	if (sfd < 0 || r->done_fd < 0) {

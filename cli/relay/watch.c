@@ -3,16 +3,42 @@
  * the worker takes them. The floor under the worker, its connections and
  * the PROXY reader: it calls nothing of the relay. */
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/epoll.h>
 
 #include "relay.h"
 
+/* epoll's data: the handle's address in the low 48 bits, its gen in the
+ * 16 above. Linux gives a process addresses above 2^48 only when it asks
+ * for them (an mmap hint above), which malloc does not; conn_alloc
+ * refuses memory that does not fit rather than name it wrongly. */
+#define GEN_SHIFT 48
+#define ADDR_MASK ((UINT64_C(1) << GEN_SHIFT) - 1)
+
+static bool fits(const void *p)
+{
+	return !((uint64_t)(uintptr_t)p & ~ADDR_MASK);
+}
+
+/* The handle an event names, or NULL when it was registered for an fd
+ * closed since: see closing_begin. */
+struct handle *event_handle(uint64_t data)
+{
+	struct handle *h = (struct handle *)(uintptr_t)(data & ADDR_MASK);
+
+	return (uint16_t)(data >> GEN_SHIFT) == h->gen ? h : NULL;
+}
+
 void set_events(struct worker *w, struct handle *h, uint32_t events)
 {
-	struct epoll_event ev = { .events = events, .data.ptr = h };
+	struct epoll_event ev = { .events = events,
+				  .data.u64 = (uint64_t)(uintptr_t)h | (uint64_t)h->gen << GEN_SHIFT };
 	int op;
 
-	if (events == h->events)
+	/* Memory epoll's data cannot name (see fits) is never registered:
+	 * for a listener, worker_init says so. */
+	if (events == h->events || !fits(h))
 		return;
 	/* An fd nobody waits on is taken out of the set: a hangup on it would
 	 * otherwise be reported again and again (EPOLLHUP cannot be masked). */
@@ -27,26 +53,43 @@ void unwatch(struct worker *w, struct handle *h)
 	set_events(w, h, 0);
 }
 
-/* Before a connection's fds a and b (b may be NULL) are closed, until
- * closing_end. Closing its last fd takes a socket out of every epoll set,
- * and a close costs no epoll_ctl, except while a reload's child holds
- * copies of the fds (from its fork to its exec): then a closed fd would
- * stay registered, its events naming a connection already freed, so each
- * is taken out first. The read lock keeps a fork from falling between
- * the look at forks and the close. */
-void closing_begin(struct worker *w, struct handle *a, struct handle *b)
+/* Whether the connection closing now may keep its memory for the next
+ * one (counted then): up to KEEP_MAX a worker. */
+bool closing_keeps(struct worker *w)
 {
-	bool forked;
+	if (w->nkept >= KEEP_MAX)
+		return false;
+	w->nkept++;
+	return true;
+}
+
+/* Before a connection's fds a and b (b may be NULL) are closed, until
+ * closing_end; kept: the handles' memory stays (conn_bury), a's and b's
+ * gens are bumped. Closing its last fd takes a socket out of every epoll
+ * set, and a close then costs no epoll_ctl. But a socket another process
+ * holds too stays registered, its events still coming: a reload's child
+ * from its fork to its exec, a relay taking over (--replace) as it looks
+ * at each of this one's fds, ss -p or lsof for a moment. Such an event
+ * names memory that is still a handle, and a gen that is not its own any
+ * more: event_handle drops it. Handles whose memory goes, and every fd
+ * while a reload's child may hold copies (forks, under the read lock: no
+ * fork falls between the look and the close), are taken out first. */
+void closing_begin(struct worker *w, struct handle *a, struct handle *b, bool kept)
+{
+	bool del;
 
 	pthread_rwlock_rdlock(&w->r->fork_lock);
-	forked = atomic_load_explicit(&w->r->forks, memory_order_relaxed) != 0;
-	if (forked)
+	del = !kept || atomic_load_explicit(&w->r->forks, memory_order_relaxed) != 0;
+	if (del)
 		unwatch(w, a);
 	a->events = 0;
-	if (b && forked)
+	a->gen++;
+	if (b && del)
 		unwatch(w, b);
-	if (b)
+	if (b) {
 		b->events = 0;
+		b->gen++;
+	}
 }
 
 void closing_end(struct worker *w)
@@ -99,4 +142,51 @@ void listener_on(struct worker *w, bool on)
 	for (i = 0; i < w->r->nlisten; i++)
 		set_events(w, &w->listeners[i], on ? ev : 0);
 	w->paused = !on;
+}
+
+/* A connection's memory: one closed before and kept, its handles' gens as
+ * they were, or a new one. NULL when out of memory. */
+struct conn *conn_alloc(struct worker *w)
+{
+	struct conn *c = w->spare;
+	uint16_t gen[2] = { 0, 0 };
+
+	if (c) {
+		w->spare = c->next;
+		w->nkept--;
+		gen[0] = c->client.gen;
+		gen[1] = c->target.gen;
+		memset(c, 0, sizeof(*c));
+		c->client.gen = gen[0];
+		c->target.gen = gen[1];
+		return c;
+	}
+	c = calloc(1, sizeof(*c));
+	if (c && !fits(c)) {
+		free(c);
+		return NULL;
+	}
+	return c;
+}
+
+/* After a batch of events: the connections closed in it are kept for new
+ * ones, or freed (their fds were taken out of the set). At the worker's
+ * end (all), every one is freed: nothing waits on its set any more. */
+void conn_bury(struct worker *w, bool all)
+{
+	struct conn *c;
+
+	while ((c = w->dead)) {
+		w->dead = c->next;
+		if (c->kept && !all) {
+			c->next = w->spare;
+			w->spare = c;
+		} else {
+			free(c);
+		}
+	}
+	while (all && (c = w->spare)) {
+		w->spare = c->next;
+		free(c);
+	}
 }

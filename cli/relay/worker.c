@@ -263,16 +263,6 @@ static struct conn *conn_of(struct handle *h)
 	return (struct conn *)((char *)h - off);
 }
 
-static void bury(struct worker *w)
-{
-	struct conn *c;
-
-	while ((c = w->dead)) {
-		w->dead = c->next;
-		free(c);
-	}
-}
-
 void *worker_main(void *arg)
 {
 	struct worker *w = arg;
@@ -297,8 +287,11 @@ void *worker_main(void *arg)
 			  (int)(w->next_check - now > 0 ? w->next_check - now : 0);
 		n = epoll_wait(w->ep, ev, 64, timeout);
 		for (i = 0; i < n; i++) {
-			struct handle *h = ev[i].data.ptr;
+			struct handle *h = event_handle(ev[i].data.u64);
 
+			/* An fd closed since it was registered: see closing_begin. */
+			if (!h)
+				continue;
 			if (h->kind == H_LISTEN)
 				accept_one(w, h);
 			else if (h->kind == H_WAKE)
@@ -306,9 +299,9 @@ void *worker_main(void *arg)
 			else
 				conn_event(w, conn_of(h), h, ev[i].events);
 		}
-		bury(w);
+		conn_bury(w, false);
 	}
-	bury(w);
+	conn_bury(w, true);
 	if (write(w->r->done_fd, &one, sizeof(one)) < 0)
 		cli_error(errno, "relay: eventfd");
 	return NULL;
