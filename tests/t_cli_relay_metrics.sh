@@ -358,4 +358,20 @@ kill -TERM $new
 gone $new || fail $LINENO "the new relay did not stop"
 ! grep -q -E "AddressSanitizer|LeakSanitizer|runtime error" re.log ||
 	fail $LINENO "sanitizer report: $(grep -A20 -E 'Sanitizer|runtime error' re.log | head -40)"
+
+# --replace=PID '-' takes every listener of PID but its --metrics one,
+# whichever way the option was written: the new relay's own --metrics
+# there answers the scrapes, none goes to TARGET.
+for form in "--metrics=127.0.0.1:$fixed" "--metrics 127.0.0.1:$fixed" "--metr=127.0.0.1:$fixed"; do
+	relay rp.log $form 127.0.0.1:0 127.0.0.1:$eport
+	old=$rpid
+	relay rn.log --replace=$old --metrics=127.0.0.1:$fixed - 127.0.0.1:$eport
+	! grep -E "listening on|listens on" rn.log | grep -q ":$fixed" ||
+		fail $LINENO "$form: the metrics listener was taken: $(cat rn.log)"
+	gone $old || fail $LINENO "$form: the relay replaced did not stop: $(cat rp.log)"
+	for i in 1 2 3; do
+		is $LINENO 0 "$(metric psplice_relay_connections_total)"
+	done
+	stop_relay $LINENO
+done
 exit 0
