@@ -253,7 +253,7 @@ int fwd_haproxy_conf(const struct bench_opts *o, const char *name, int nbthread,
 	fwd_scratch(o, name, path, size);
 	if (!(f = fopen(path, "w")))
 		return -1;
-	fprintf(f, "global\n\tnbthread %d\n\tmaxconn 8192\n"
+	fprintf(f, "global\n\tnbthread %d\n\tmaxconn 4096\n"
 		"defaults\n\tmode tcp\n%s"
 		"\ttimeout connect 5s\n\ttimeout client 60s\n\ttimeout server 60s\n"
 		"frontend in\n\tbind %s:%d\n\tdefault_backend out\n"
