@@ -65,7 +65,7 @@ struct bench_target {
 
 /* Everything recorded so far (bench_util.c), for the output. */
 #define BENCH_MAX_ROWS 512
-#define BENCH_MAX_TARGETS 48
+#define BENCH_MAX_TARGETS 256
 extern struct bench_row bench_rows[BENCH_MAX_ROWS];
 extern int bench_nrows;
 extern struct bench_target bench_targets[BENCH_MAX_TARGETS];

@@ -78,8 +78,12 @@ static struct bench_target *new_target(const char *what, double goal, bool at_le
 {
 	struct bench_target *t;
 
-	if (bench_ntargets == MAX_TARGETS)
+	if (bench_ntargets == MAX_TARGETS) {
+		/* Said, not dropped unseen: the list is the run's verdict. */
+		fprintf(stderr, "psplice bench: more than %d targets: %s not listed\n",
+			MAX_TARGETS, what);
 		return NULL;
+	}
 	t = &bench_targets[bench_ntargets++];
 	memset(t, 0, sizeof(*t));
 	copy_str(t->what, sizeof(t->what), what);
