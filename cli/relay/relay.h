@@ -150,8 +150,8 @@ struct relay {
 	/* A reload's child holds a copy of every fd from its fork to its
 	 * exec: a connection's fds closed meanwhile stay in the workers'
 	 * epoll sets. Taken for writing around fork, for reading around a
-	 * connection's close, which takes its fds out of the set first only
-	 * while forks is not 0 (watch.c). */
+	 * connection's close, which takes its fds out of the set first while
+	 * forks is not 0, as it does for memory it frees (watch.c). */
 	pthread_rwlock_t fork_lock;
 	atomic_int forks;                /* reloads forked, not yet ended */
 	pid_t replace_pid;               /* --replace: the relay replaced; or 0 */
