@@ -81,6 +81,8 @@ def holder(pid, until):
             if fd >= 0:
                 held.append(fd)
         taken += len(held)
+        if held and not os.path.exists(until + ".held"):
+            open(until + ".held", "w").write("held\n")
         time.sleep(0.01)
         for fd in held:
             os.close(fd)
@@ -175,7 +177,7 @@ opts() {
 # that came after (each handle's gen; under check-asan, a use after free
 # if they named freed memory). 300 connections, each answer whole.
 holders() {
-	rm -f "$t/ready" "$t/stop"
+	rm -f "$t/ready" "$t/stop" "$t/stop.held"
 	timeout 120 python3 "$t/peers.py" server 127.0.0.1 "$t/ready" > "$t/h-server.log" 2>&1 &
 	pids="$pids $!"
 	wait_for "$t/ready" . || fail $LINENO "holders: the target did not start"
@@ -186,6 +188,8 @@ holders() {
 	rport=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\),.*/\1/p' "$t/h.log")
 	timeout 120 python3 "$t/peers.py" holder "$relay" "$t/stop" > "$t/holder.log" 2>&1 &
 	holder=$!
+	# The clients start once the holder holds copies, not before it runs.
+	wait_for "$t/stop.held" . || fail $LINENO "holders: the holder took no socket: $(cat "$t/holder.log")"
 	timeout 120 python3 "$t/peers.py" client "$rport" 300 > "$t/h-client.log" 2>&1
 	rc=$?
 	touch "$t/stop"
