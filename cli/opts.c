@@ -9,6 +9,7 @@
 #include "out.h"
 
 bool cli_parse_only;
+const char *cli_usage_where;
 void (*cli_exit_hook)(int code);
 
 void cli_exit(int code)
@@ -24,12 +25,17 @@ void cli_usage_error(const struct cli_cmd *cmd, const char *fmt, ...)
 
 	if (fmt) {
 		fputs(CLI_NAME ": ", stderr);
+		if (cli_usage_where)
+			fprintf(stderr, "%s: ", cli_usage_where);
 		va_start(ap, fmt);
 		vfprintf(stderr, fmt, ap);
 		va_end(ap);
 		fputc('\n', stderr);
 	}
-	if (cmd)
+	/* A file's error names its line: the help would not. */
+	if (cli_usage_where)
+		;
+	else if (cmd)
 		fprintf(stderr, "Try '" CLI_NAME " %s --help' for more information.\n",
 			cmd->name);
 	else

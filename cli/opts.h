@@ -47,6 +47,9 @@ void cli_exit(int code) __attribute__((noreturn));
 void cli_common_option(const struct cli_cmd *cmd, int c) __attribute__((noreturn));
 void cli_help(const struct cli_cmd *cmd) __attribute__((noreturn));
 void cli_version(void) __attribute__((noreturn));
+/* Where the words a usage error is about came from ("relay.conf:3"), said
+ * before its message; NULL: the command line. */
+extern const char *cli_usage_where;
 /* "psplice: MSG" and the --help hint on stderr; exits 1. */
 void cli_usage_error(const struct cli_cmd *cmd, const char *fmt, ...)
 	__attribute__((noreturn, format(printf, 2, 3)));

@@ -85,6 +85,8 @@ want $LINENO "psplice nosuch -"
 # options of its getopt_long string, with --help and --version.
 for cmd in $cmds; do
 	src=$top/cli/cmd_$cmd.c
+	# A folder's command reads its options in options.c, if it has one.
+	[ -r "$src" ] || src=$top/cli/$cmd/options.c
 	[ -r "$src" ] || src=$top/cli/$cmd/cmd.c
 	[ "$cmd" != bench ] || src=$top/bench/cmd_bench.c
 	[ -r "$src" ] || fail $LINENO "no $src for command $cmd"
@@ -157,6 +159,8 @@ want $LINENO "psplice bench "
 (cd "$d" && want $LINENO "psplice cat -- -" -dash) || exit 1
 want $LINENO "psplice cat --to unix:$d/a" "$d/a.txt" "$d/ab.img"
 want $LINENO "psplice relay unix:$d/sub/" "$d/sub/in"
+want $LINENO "psplice relay --config $d/a." "$d/a.txt"
+want $LINENO "psplice relay --config=$d/ab" "$d/ab.img"
 want $LINENO "psplice cat --to=unix:$d/ab" "$d/ab.img"
 want $LINENO "psplice tee --to unix:$d/ab" "$d/ab.img"
 want $LINENO "psplice tee -p $d/a" "$d/a.txt" "$d/ab.img"

@@ -41,6 +41,8 @@ for cmd in $cmds; do
 		fail "psplice.1 does not refer to psplice-$cmd(1)"
 	grep -qx '\.BR psplice (1),' "$page" || fail "psplice-$cmd.1: SEE ALSO lacks psplice(1)"
 	src=$top/cli/cmd_$cmd.c
+	# A folder's command reads its options in options.c, if it has one.
+	[ -r "$src" ] || src=$top/cli/$cmd/options.c
 	[ -r "$src" ] || src=$top/cli/$cmd/cmd.c
 	[ "$cmd" != bench ] || src=$top/bench/cmd_bench.c
 	long=$(sed -n 's/^[[:space:]]*{ "\([a-z-]*\)", [a-z_]*,.*/\1/p' "$src")

@@ -141,14 +141,12 @@ static int check_listener(const struct relay *r, int k)
 	return 0;
 }
 
-/* The workers share every passed listener, each woken alone
- * (EPOLLEXCLUSIVE), as they share the one they make without --reuseport:
- * a socket per worker would need binding the address again, which the
- * relay may have no right to do (a port below 1024, a path it cannot
- * create) and which SO_REUSEPORT would open to any process of its user. */
-int inherit_listeners(struct relay *r, struct worker *w)
+/* The listeners passed, checked: fds FIRST_FD and up; how many, or -1
+ * once said why not. Named in LISTEN_FDNAMES, their names in
+ * r->listen_names. */
+int passed_listeners(struct relay *r)
 {
-	int n = passed_count(), i, k;
+	int n = passed_count(), k;
 
 	if (n < 0)
 		return -1;
@@ -161,6 +159,20 @@ int inherit_listeners(struct relay *r, struct worker *w)
 	for (k = 0; k < n; k++)
 		if (check_listener(r, k) < 0)
 			return -1;
+	return n;
+}
+
+/* The workers share every passed listener, each woken alone
+ * (EPOLLEXCLUSIVE), as they share the one they make without --reuseport:
+ * a socket per worker would need binding the address again, which the
+ * relay may have no right to do (a port below 1024, a path it cannot
+ * create) and which SO_REUSEPORT would open to any process of its user. */
+int inherit_listeners(struct relay *r, struct worker *w)
+{
+	int n = passed_listeners(r), i, k;
+
+	if (n < 0)
+		return -1;
 	r->nlisten = n;
 	r->shared = true;
 	if (listener_handles(r, w) < 0)

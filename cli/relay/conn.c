@@ -197,7 +197,7 @@ void conn_open(struct worker *w, int cfd, const struct sockaddr *sa, socklen_t l
 		atomic_fetch_sub(&r->open, 1);
 		return;
 	}
-	c->id = atomic_fetch_add(&r->ids, 1) + 1;
+	c->id = atomic_fetch_add(&r->first->ids, 1) + 1;
 	atomic_fetch_add(&r->total, 1);
 	addr_text(sa, len, c->peer, sizeof(c->peer));
 	c->client = (struct handle){ .kind = H_CLIENT, .fd = cfd, .known = known(sa->sa_family) };

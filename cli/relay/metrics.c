@@ -1,9 +1,10 @@
 /* psplice relay --metrics: the relay's counters in Prometheus's text
  * exposition format (version 0.0.4), each metric with its HELP and TYPE
- * lines. The counters are those the stats line sums, read one by one: a
+ * lines; with --config, a series for each listener, labelled with it. The counters are those the stats line sums, read one by one: a
  * scrape is not a snapshot taken at one instant, and a connection that
  * closes meanwhile may count in one metric and not yet in another. */
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,28 +41,67 @@ static void label(FILE *f, const char *s)
 	}
 }
 
-static void process(FILE *f, struct relay *r)
+/* The start of one of r's series, name and its labels: with --config,
+ * listener="LISTEN" as the line has it; more: other labels follow, and
+ * the caller closes the braces. */
+static void start(FILE *f, const struct relay *r, const char *name, bool more)
 {
+	fprintf(f, PREFIX "%s", name);
+	if (r->config) {
+		fputs("{listener=\"", f);
+		label(f, r->listen.text);
+		fputs(more ? "\"," : "\"}", f);
+	} else if (more) {
+		fputc('{', f);
+	}
+}
+
+/* A counter of struct relay at offset, a series a listener. */
+static void each(FILE *f, struct relay *r, const char *name, const char *type,
+		 const char *help, size_t offset)
+{
+	head(f, name, type, help);
+	for (; r; r = r->next) {
+		start(f, r, name, false);
+		fprintf(f, " %" PRIu64 "\n",
+			(uint64_t)atomic_load((atomic_uint_fast64_t *)((char *)r + offset)));
+	}
+}
+
+static void directions(FILE *f, struct relay *first)
+{
+	struct relay *r;
 	int i;
 
-	one(f, "connections_open", "gauge", "Client connections open now.",
-	    atomic_load(&r->open));
-	one(f, "connections_total", "counter", "Client connections accepted.",
-	    atomic_load(&r->total));
 	head(f, "bytes_total", "counter", "Bytes delivered, by direction.");
-	for (i = 0; i < 2; i++)
-		fprintf(f, PREFIX "bytes_total{direction=\"%s\"} %" PRIu64 "\n", dir_label[i],
-			(uint64_t)atomic_load(&r->bytes[i]));
+	for (r = first; r; r = r->next)
+		for (i = 0; i < 2; i++) {
+			start(f, r, "bytes_total", true);
+			fprintf(f, "direction=\"%s\"} %" PRIu64 "\n", dir_label[i],
+				(uint64_t)atomic_load(&r->bytes[i]));
+		}
 	head(f, "bytes_pending", "gauge", "Bytes read and not yet delivered, by direction.");
-	for (i = 0; i < 2; i++)
-		fprintf(f, PREFIX "bytes_pending{direction=\"%s\"} %" PRId64 "\n", dir_label[i],
-			(int64_t)atomic_load(&r->pending[i]));
-	one(f, "bytes_copied_total", "counter",
-	    "Bytes delivered through user memory (read and write), not spliced.",
-	    atomic_load(&r->copied));
-	one(f, "rate_waits_total", "counter",
-	    "Times a direction waited for --rate or --rate-total tokens.",
-	    atomic_load(&r->paced));
+	for (r = first; r; r = r->next)
+		for (i = 0; i < 2; i++) {
+			start(f, r, "bytes_pending", true);
+			fprintf(f, "direction=\"%s\"} %" PRId64 "\n", dir_label[i],
+				(int64_t)atomic_load(&r->pending[i]));
+		}
+}
+
+static void process(FILE *f, struct relay *r)
+{
+	each(f, r, "connections_open", "gauge", "Client connections open now.",
+	     offsetof(struct relay, open));
+	each(f, r, "connections_total", "counter", "Client connections accepted.",
+	     offsetof(struct relay, total));
+	directions(f, r);
+	each(f, r, "bytes_copied_total", "counter",
+	     "Bytes delivered through user memory (read and write), not spliced.",
+	     offsetof(struct relay, copied));
+	each(f, r, "rate_waits_total", "counter",
+	     "Times a direction waited for --rate or --rate-total tokens.",
+	     offsetof(struct relay, paced));
 	one(f, "draining", "gauge", "1 once the relay stopped accepting and drains.",
 	    atomic_load(&r->draining));
 }
@@ -74,36 +114,46 @@ static void errors(FILE *f, struct relay *r)
 
 	head(f, "errors_total", "counter",
 	     "Connections ended otherwise than by both peers, by kind.");
-	for (k = END_FIN + 1; k <= END_STOP; k++)
-		fprintf(f, PREFIX "errors_total{kind=\"%s\"} %" PRIu64 "\n", relay_end_name[k],
-			(uint64_t)atomic_load(&r->ended[k]));
+	for (; r; r = r->next)
+		for (k = END_FIN + 1; k <= END_STOP; k++) {
+			start(f, r, "errors_total", true);
+			fprintf(f, "kind=\"%s\"} %" PRIu64 "\n", relay_end_name[k],
+				(uint64_t)atomic_load(&r->ended[k]));
+		}
 }
 
 /* One line of a per-target metric: target="ADDR" as given. */
-static void per_target(FILE *f, const char *name, const struct target *t, uint64_t v)
+static void per_target(FILE *f, const struct relay *r, const char *name,
+		       const struct target *t, uint64_t v)
 {
-	fprintf(f, PREFIX "%s{target=\"", name);
+	start(f, r, name, true);
+	fputs("target=\"", f);
 	label(f, t->addr.text);
 	fprintf(f, "\"} %" PRIu64 "\n", v);
 }
 
-static void targets(FILE *f, struct relay *r)
+static void targets(FILE *f, struct relay *first)
 {
+	struct relay *r;
 	int i;
 
 	head(f, "target_up", "gauge",
 	     "1 unless the target is marked down (only with several targets).");
-	for (i = 0; i < r->ntargets; i++)
-		per_target(f, "target_up", &r->targets[i], !atomic_load(&r->targets[i].down));
+	for (r = first; r; r = r->next)
+		for (i = 0; i < r->ntargets; i++)
+			per_target(f, r, "target_up", &r->targets[i],
+				   !atomic_load(&r->targets[i].down));
 	head(f, "target_connections_open", "gauge", "Connections to the target, open or opening.");
-	for (i = 0; i < r->ntargets; i++)
-		per_target(f, "target_connections_open", &r->targets[i],
-			   atomic_load(&r->targets[i].conns));
+	for (r = first; r; r = r->next)
+		for (i = 0; i < r->ntargets; i++)
+			per_target(f, r, "target_connections_open", &r->targets[i],
+				   atomic_load(&r->targets[i].conns));
 	head(f, "target_connect_failures_total", "counter",
 	     "Connects to the target that failed or timed out.");
-	for (i = 0; i < r->ntargets; i++)
-		per_target(f, "target_connect_failures_total", &r->targets[i],
-			   atomic_load(&r->targets[i].failed));
+	for (r = first; r; r = r->next)
+		for (i = 0; i < r->ntargets; i++)
+			per_target(f, r, "target_connect_failures_total", &r->targets[i],
+				   atomic_load(&r->targets[i].failed));
 }
 
 char *metrics_render(struct relay *r, size_t *len)

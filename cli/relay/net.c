@@ -111,11 +111,6 @@ void listener_text(const struct relay *r, const struct worker *w, int k, char *b
  * (replace.c). */
 int make_listeners(struct relay *r, struct worker *w)
 {
-	struct sockaddr_storage ss = r->listen.ss;
-	socklen_t len = r->listen.len;
-	bool unix_sock = ss.ss_family == AF_UNIX;
-	int i, fd;
-
 	/* Listeners made elsewhere, set as their maker saw fit, with clients
 	 * queued already: each client's socket is tuned as it comes. */
 	r->tune_accepted = r->ready_fd >= 0 || r->replace_pid || r->inherited;
@@ -125,6 +120,17 @@ int make_listeners(struct relay *r, struct worker *w)
 		return replace_take(r, w);
 	if (r->inherited)
 		return inherit_listeners(r, w);
+	return bind_listeners(r, w);
+}
+
+/* LISTEN bound here: one listener shared by the workers, or one each. */
+int bind_listeners(struct relay *r, struct worker *w)
+{
+	struct sockaddr_storage ss = r->listen.ss;
+	socklen_t len = r->listen.len;
+	bool unix_sock = ss.ss_family == AF_UNIX;
+	int i, fd;
+
 	r->nlisten = 1;
 	if (listener_handles(r, w) < 0)
 		return -1;
@@ -135,10 +141,13 @@ int make_listeners(struct relay *r, struct worker *w)
 			continue;
 		}
 		fd = listen_on(r, (struct sockaddr *)&ss, len, !r->shared);
-		if (fd < 0) {
+		if (fd < 0 && r->config)
+			cli_error(-fd, "%s:%d: cannot listen on %s", r->config, r->line,
+				  cli_quote(r->listen.text));
+		else if (fd < 0)
 			cli_error(-fd, "cannot listen on %s", cli_quote(r->listen.text));
+		if (fd < 0)
 			return -1;
-		}
 		if (!i && !r->shared)
 			getsockname(fd, (struct sockaddr *)&ss, &len);
 		w[i].listeners[0].fd = fd;

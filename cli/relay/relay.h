@@ -1,9 +1,14 @@
 /* psplice relay: the folder's header, what its files share. The command
  * offers the rest of psplice one thing, cli_cmd_relay (opts.h). Its files,
  * each calling only those below it:
- *   cmd.c        the options and operands, the log file; then
+ *   cmd.c        the command line, the log file; then
+ *   config.c     --config: a file's lines, a listener each, read by
+ *   options.c    the options and operands of a command line or a line
  *   supervise.c  the main thread: listeners, workers, signals, the stats
- *                line, drain, SIGUSR2 reload, the takeover, the end
+ *                line, drain, SIGUSR2 reload, the takeover, the end; over
+ *                every listener of a --config file
+ *   claim.c      --config: which line takes which listener passed or
+ *                taken, and which binds its own
  *   metrics_http.c  --metrics: its listener, the thread that serves it
  *   metrics.c    the counters in Prometheus's text format
  *   net.c        makes the listeners, or has them taken by
@@ -20,7 +25,8 @@
  *   log.c        the records and lines a connection leaves
  *   rate.c       the token buckets of --rate and --rate-total
  *   watch.c      what the worker's epoll set waits for
- *   sock.c       an address's text, the listeners' handles, TCP options
+ *   sock.c       an address's text, the listeners' handles and those made
+ *                elsewhere, TCP options
  * A connection does not call its worker back: it sets what it waits for
  * through watch.c, below both, and returns; the PROXY reader says whether
  * the header is whole and the connection goes on to TARGET itself. */
@@ -39,6 +45,8 @@
 #include "addr.h"
 #include "sys.h"
 #include "proxy_hdr.h"
+
+struct cli_cmd;
 
 #define CHUNK (1u << 20)     /* asked of each move */
 #define BUDGET 16            /* calls per direction per event: fairness */
@@ -99,8 +107,20 @@ struct target {
 	atomic_uint_fast64_t failed;     /* connects to it that failed (--metrics) */
 };
 
-/* What every worker shares; the counters are summed by the stats line. */
+/* What every worker shares; the counters are summed by the stats line.
+ * With --config, one for each line of the file, linked by next: each has
+ * its own listeners, workers and counters. The first one also holds what
+ * is the process's (the reload, --replace, --metrics, done_fd); the main
+ * thread sets draining, cutting and handed_over in all of them. */
 struct relay {
+	struct relay *next;              /* the next line's; NULL */
+	struct relay *first;             /* the first line's: the process's ids */
+	struct worker *w;                /* its jobs workers */
+	const char *config;              /* --config's file; or NULL */
+	int line;                        /* its line there */
+	char *config_text;               /* the file, which the lines point into */
+	char **gone;                     /* socket files of listeners passed and no
+	                                    longer in the file (claim.c) */
 	struct cli_addr listen, target;  /* target: the first of targets */
 	struct target *targets;
 	int ntargets;
@@ -257,6 +277,30 @@ static inline int64_t now_ms(void)
 	return cli_now_ns() / 1000000;
 }
 
+/* options.c: the options into r and o, from a command line; from a config
+ * line (o NULL), which takes those of a listener alone. Then LISTEN and
+ * the TARGETs, at optind. Any error is a usage error. */
+struct relay_opts {
+	uint64_t jobs;       /* 0: not given */
+	const char *log, *config;
+	bool check;          /* --check: read and check, start nothing */
+};
+void relay_options(const struct cli_cmd *cmd, int argc, char **argv, struct relay *r,
+		   struct relay_opts *o);
+void relay_operands(const struct cli_cmd *cmd, int argc, char **argv, struct relay *r);
+
+/* config.c: the lines of path, each a relay made from base; errors name
+ * the line. config_free frees them all. */
+struct relay *config_read(const struct cli_cmd *cmd, const char *path,
+			  const struct relay *base);
+void config_free(struct relay *head);
+
+/* claim.c: every line's listeners, passed, taken or bound (-1 once said
+ * why not); once the relay serves, the files of unix listeners removed
+ * from the file go. */
+int claim_listeners(struct relay *head);
+void claim_release(struct relay *head);
+
 /* supervise.c: the main thread, from the listeners to the end; the
  * command's exit status. */
 int relay_run(struct relay *r);
@@ -266,15 +310,18 @@ int relay_run(struct relay *r);
  * options. */
 void addr_text(const struct sockaddr *sa, socklen_t len, char *buf, size_t size);
 int listener_handles(struct relay *r, struct worker *w);
+int serve_fds(struct relay *r, struct worker *w, int *fds, int n);
 void tune(const struct relay *r, int fd);
 
 /* net.c: the listeners, made or taken, before any worker starts. */
 int make_listeners(struct relay *r, struct worker *w);
+int bind_listeners(struct relay *r, struct worker *w);
 void free_listeners(struct relay *r, struct worker *w);
 void listener_text(const struct relay *r, const struct worker *w, int k, char *buf,
 		   size_t size);
 
 /* activate.c */
+int passed_listeners(struct relay *r);
 int inherit_listeners(struct relay *r, struct worker *w);
 void free_names(char **names);
 
@@ -284,11 +331,14 @@ int reload_prepare(struct relay *r);
 void reload_free(struct relay *r);
 int reload_ready_fd(void);
 int reload_say_ready(struct relay *r);
-pid_t reload_start(struct relay *r, struct worker *w, int *ready_rd);
+pid_t reload_start(struct relay *r, int *ready_rd);
 bool reload_ended(struct relay *r, pid_t pid, int fd);
 
 /* replace.c */
 int replace_take(struct relay *r, struct worker *w);
+int replace_collect(struct relay *r, int **fds, int *n);
+bool listener_matches(const struct relay *r, pid_t pid, const struct sockaddr *sa,
+		      socklen_t len);
 int replace_finish(struct relay *r);
 int replace_forward(pid_t child, pid_t serving);
 

@@ -177,15 +177,41 @@ int reload_say_ready(struct relay *r)
 	return rc;
 }
 
-/* Each listener once: shared ones are the same fd in every worker. */
-static int listener_fds(const struct relay *r, const struct worker *w, int *fds)
+/* Each listener of each line once (shared ones are the same fd in every
+ * worker); n: room for them all. */
+static int *listener_fds(const struct relay *r, int *n)
 {
-	int i, k, n = 0;
+	const struct relay *x;
+	int i, k, *fds;
 
-	for (i = 0; i < (r->shared ? 1 : r->jobs); i++)
-		for (k = 0; k < r->nlisten; k++)
-			fds[n++] = w[i].listeners[k].fd;
-	return n;
+	for (*n = 0, x = r; x; x = x->next)
+		*n += x->jobs * x->nlisten;
+	fds = calloc((size_t)*n, sizeof(int));
+	for (*n = 0, x = r; x && fds; x = x->next)
+		for (i = 0; i < (x->shared ? 1 : x->jobs); i++)
+			for (k = 0; k < x->nlisten; k++)
+				fds[(*n)++] = x->w[i].listeners[k].fd;
+	return fds;
+}
+
+/* Around the fork: see fork_lock. Every line's, in their order. */
+static void fork_lock(struct relay *r, bool lock)
+{
+	for (; r; r = r->next) {
+		if (lock) {
+			pthread_rwlock_wrlock(&r->fork_lock);
+			atomic_fetch_add(&r->forks, 1);
+		} else {
+			pthread_rwlock_unlock(&r->fork_lock);
+		}
+	}
+}
+
+/* The fork failed: no copy of the fds to wait for. */
+static void fork_undo(struct relay *r)
+{
+	for (; r; r = r->next)
+		atomic_fetch_sub(&r->forks, 1);
 }
 
 /* The environment less the variables this process sets for the child. */
@@ -290,7 +316,7 @@ fail:
 
 /* Start the new process; its pid, or -1 once said why not. *ready_rd is
  * the read end of the pipe it will say "ready" on. */
-pid_t reload_start(struct relay *r, struct worker *w, int *ready_rd)
+pid_t reload_start(struct relay *r, int *ready_rd)
 {
 	struct spawn s = { .path = r->re_path, .argv = r->re_argv };
 	int p[2] = { -1, -1 };
@@ -301,12 +327,11 @@ pid_t reload_start(struct relay *r, struct worker *w, int *ready_rd)
 			  "could not be read at start (/proc not mounted?)");
 		return -1;
 	}
-	s.fds = calloc((size_t)r->jobs * (size_t)r->nlisten, sizeof(int));
+	s.fds = listener_fds(r, &s.nfds);
 	if (!s.fds || pipe2(p, O_CLOEXEC) < 0) {
 		cli_error(errno, "relay: cannot reload");
 		goto out;
 	}
-	s.nfds = listener_fds(r, w, s.fds);
 	s.ready = p[1];
 	s.envp = child_env(s.nfds, &s.pid_var);
 	if (!s.envp) {
@@ -314,14 +339,13 @@ pid_t reload_start(struct relay *r, struct worker *w, int *ready_rd)
 		goto out;
 	}
 	/* From here to its exec, the child holds every fd: see fork_lock. */
-	pthread_rwlock_wrlock(&r->fork_lock);
-	atomic_fetch_add(&r->forks, 1);
+	fork_lock(r, true);
 	pid = fork();
 	if (pid == 0)
 		child(&s);
-	pthread_rwlock_unlock(&r->fork_lock);
+	fork_lock(r, false);
 	if (pid < 0) {
-		atomic_fetch_sub(&r->forks, 1);
+		fork_undo(r);
 		cli_error(errno, "relay: cannot reload: fork");
 	}
 out:

@@ -198,10 +198,11 @@ static bool same_inet(const struct sockaddr *sa, const struct sockaddr *want)
 	       a6->sin6_scope_id == w6->sin6_scope_id;
 }
 
-/* Whether the listener sa is LISTEN: the same address and port, or the
- * same socket file. LISTEN "-" is every listener. */
-static bool matches(const struct relay *r, pid_t pid, const struct sockaddr *sa,
-		    socklen_t len)
+/* Whether the listener sa, which process pid bound, is r's LISTEN: the
+ * same address and port, or the same socket file. LISTEN "-" is every
+ * listener. */
+bool listener_matches(const struct relay *r, pid_t pid, const struct sockaddr *sa,
+		      socklen_t len)
 {
 	const struct sockaddr *want = (const struct sockaddr *)&r->listen.ss;
 
@@ -251,7 +252,7 @@ static void note_other(struct taken *t, const char *text)
 }
 
 /* fd, a copy of one of pid's sockets: kept when it is a listener LISTEN
- * names and not kept already, closed otherwise (another listener's address
+ * names (any, r NULL) and not kept already, closed otherwise (another listener's address
  * noted for the messages). -1 without the memory. */
 static int consider(const struct relay *r, pid_t pid, struct taken *t, int fd)
 {
@@ -270,7 +271,7 @@ static int consider(const struct relay *r, pid_t pid, struct taken *t, int fd)
 	for (i = 0; i < t->n; i++)
 		if (t->inos[i] == st.st_ino)
 			goto drop;
-	if (matches(r, pid, (struct sockaddr *)&ss, len))
+	if (!r || listener_matches(r, pid, (struct sockaddr *)&ss, len))
 		return keep(t, fd, st.st_ino) < 0 ? (close(fd), -1) : 0;
 	addr_text((struct sockaddr *)&ss, len, text, sizeof(text));
 	note_other(t, text);
@@ -327,61 +328,6 @@ static void say_none(const struct relay *r, pid_t pid, const struct taken *t)
 			  t->others);
 }
 
-/* The sockets of a --reuseport relay with as many workers as this one:
- * one each on the same address, all SO_REUSEPORT. */
-static bool one_per_worker(const struct relay *r, const struct taken *t)
-{
-	struct sockaddr_storage first, ss;
-	socklen_t flen = sizeof(first), len;
-	int k, on;
-
-	if (t->n < 2 || t->n != r->jobs ||
-	    getsockname(t->fds[0], (struct sockaddr *)&first, &flen) < 0)
-		return false;
-	for (k = 0; k < t->n; k++) {
-		len = sizeof(int);
-		on = 0;
-		if (getsockopt(t->fds[k], SOL_SOCKET, SO_REUSEPORT, &on, &len) < 0 || !on)
-			return false;
-		len = sizeof(ss);
-		if (getsockname(t->fds[k], (struct sockaddr *)&ss, &len) < 0 || len != flen ||
-		    memcmp(&ss, &first, len))
-			return false;
-	}
-	return true;
-}
-
-/* The taken sockets are served as passed ones are: each worker watches
- * every one, woken alone (EPOLLEXCLUSIVE). That holds for any --jobs: the
- * sockets of a --reuseport relay, one per worker, are each watched by all
- * the workers of this one, however many, so none is left with a queue
- * nobody reads. With as many workers as sockets, each worker has one of
- * its own again, with no accept shared. */
-static int serve_taken(struct relay *r, struct worker *w, struct taken *t)
-{
-	int i, k, flags;
-
-	r->shared = !one_per_worker(r, t);
-	r->nlisten = r->shared ? t->n : 1;
-	if (listener_handles(r, w) < 0)
-		return -1;
-	for (k = 0; k < t->n; k++) {
-		/* The flags are the socket's, shared with pid: it set them already. */
-		flags = fcntl(t->fds[k], F_GETFL);
-		if (flags < 0 || fcntl(t->fds[k], F_SETFL, flags | O_NONBLOCK) < 0) {
-			cli_error(errno, "relay: cannot take the listeners of process %ld",
-				  (long)r->replace_pid);
-			return -1;
-		}
-		if (!r->shared)
-			w[k].listeners[0].fd = t->fds[k];
-		else
-			for (i = 0; i < r->jobs; i++)
-				w[i].listeners[k].fd = t->fds[k];
-	}
-	return 0;
-}
-
 /* --replace=PID: the listeners of the relay PID that LISTEN names, copied
  * into this process (pidfd_getfd(2) makes them close-on-exec); -1 once said
  * why not, PID left as it was. */
@@ -396,7 +342,7 @@ int replace_take(struct relay *r, struct worker *w)
 	if (take_sockets(r, pid, pidfd, &t) == 0) {
 		if (!t.n)
 			say_none(r, pid, &t);
-		else if (serve_taken(r, w, &t) == 0)
+		else if (serve_fds(r, w, t.fds, t.n) == 0)
 			goto done;
 	}
 	for (k = 0; k < t.n; k++)
@@ -463,4 +409,30 @@ int replace_forward(pid_t child, pid_t serving)
 
 	handover_info(&si, serving);
 	return (int)syscall(SYS_rt_sigqueueinfo, child, HANDOVER_SIGNAL, &si);
+}
+
+/* --replace=PID with --config: every listener of PID (its --metrics one
+ * apart), copied into this process, in *fds; the lines choose among them
+ * (claim.c). -1 once said why not, PID left as it was. */
+int replace_collect(struct relay *r, int **fds, int *n)
+{
+	struct taken t = { 0 };
+	int k;
+
+	r->replace_fd = open_relay(r->replace_pid);
+	if (r->replace_fd < 0)
+		return -1;
+	if (take_sockets(NULL, r->replace_pid, r->replace_fd, &t) < 0) {
+		for (k = 0; k < t.n; k++)
+			close(t.fds[k]);
+		free(t.fds);
+		free(t.inos);
+		close(r->replace_fd);
+		r->replace_fd = -1;
+		return -1;
+	}
+	free(t.inos);
+	*fds = t.fds;
+	*n = t.n;
+	return 0;
 }

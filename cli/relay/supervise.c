@@ -10,6 +10,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,10 +22,13 @@
 #include "relay.h"
 #include "out.h"
 
+/* One line each listener; with --config, each begins with its LISTEN. */
 static void print_stats(struct relay *r)
 {
-	cli_say("relay: connections %" PRIu64 " open, %" PRIu64 " total; bytes %" PRIu64
+	for (; r; r = r->next)
+		cli_say("relay: %s%sconnections %" PRIu64 " open, %" PRIu64 " total; bytes %" PRIu64
 		" %s, %" PRIu64 " %s; pending %" PRId64 " %s, %" PRId64 " %s; copied %" PRIu64,
+		r->config ? r->listen.text : "", r->config ? ": " : "",
 		(uint64_t)atomic_load(&r->open), (uint64_t)atomic_load(&r->total),
 		(uint64_t)atomic_load(&r->bytes[0]), relay_dir_name[0],
 		(uint64_t)atomic_load(&r->bytes[1]), relay_dir_name[1],
@@ -61,19 +65,38 @@ static void reset_all(void)
 
 /* Each worker looks at what the main thread changed once woken: the end
  * of its drain, and r->cutting (start_drain). */
-static void wake_workers(const struct relay *r, struct worker *w)
+static void wake_workers(const struct relay *r)
 {
 	uint64_t one = 1;
 	int i;
 
-	for (i = 0; i < r->jobs; i++)
-		if (write(w[i].wake.fd, &one, sizeof(one)) < 0)
-			cli_error(errno, "relay: eventfd");
+	for (; r; r = r->next)
+		for (i = 0; i < r->jobs; i++)
+			if (write(r->w[i].wake.fd, &one, sizeof(one)) < 0)
+				cli_error(errno, "relay: eventfd");
 }
+
+/* Connections open, every listener's. */
+static uint64_t open_conns(const struct relay *r)
+{
+	uint64_t open = 0;
+
+	for (; r; r = r->next)
+		open += atomic_load(&r->open);
+	return open;
+}
+
+/* Each listener's flag, which its workers read, set. */
+static void set_all(struct relay *r, size_t offset)
+{
+	for (; r; r = r->next)
+		atomic_store((atomic_bool *)((char *)r + offset), true);
+}
+#define SET_ALL(r, flag) set_all(r, offsetof(struct relay, flag))
 
 /* Whether every worker ended within CUT_WAIT_MS, on the monotonic clock
  * (a step of the wall clock neither cuts the wait short nor stretches it). */
-static bool workers_ended(const struct relay *r, struct worker *w)
+static bool workers_ended(const struct relay *r)
 {
 	struct timespec until;
 	int64_t ns;
@@ -83,9 +106,10 @@ static bool workers_ended(const struct relay *r, struct worker *w)
 	ns = until.tv_nsec + (int64_t)CUT_WAIT_MS * 1000000;
 	until.tv_sec += ns / 1000000000;
 	until.tv_nsec = ns % 1000000000;
-	for (i = 0; i < r->jobs; i++)
-		if (pthread_clockjoin_np(w[i].thread, NULL, CLOCK_MONOTONIC, &until))
-			return false;
+	for (; r; r = r->next)
+		for (i = 0; i < r->jobs; i++)
+			if (pthread_clockjoin_np(r->w[i].thread, NULL, CLOCK_MONOTONIC, &until))
+				return false;
 	return true;
 }
 
@@ -102,17 +126,17 @@ static bool workers_ended(const struct relay *r, struct worker *w)
  * stops the script it runs too, as it would for any program interrupted
  * by Ctrl-C (an exit status of 130 would let the script go on). The
  * kernel closes every socket. */
-static _Noreturn void die_of(struct relay *r, struct worker *w, int signo)
+static _Noreturn void die_of(struct relay *r, int signo)
 {
-	uint64_t open = atomic_load(&r->open);
+	uint64_t open = open_conns(r);
 	sigset_t set;
 
 	if (open)
 		cli_say("relay: stopping now: %" PRIu64 " connection%s cut", open,
 			open == 1 ? "" : "s");
-	atomic_store(&r->cutting, true);
-	wake_workers(r, w);
-	if (!workers_ended(r, w))
+	SET_ALL(r, cutting);
+	wake_workers(r);
+	if (!workers_ended(r))
 		reset_all();
 	signal(signo, SIG_DFL);
 	sigemptyset(&set);
@@ -125,22 +149,24 @@ static _Noreturn void die_of(struct relay *r, struct worker *w, int signo)
 /* SIGTERM, SIGINT or SIGHUP: the first stops accepting and lets the open
  * connections finish, and says so (someone who pressed Ctrl-C would
  * otherwise wait on a silent relay); the second stops at once. */
-static void stop(struct relay *r, struct worker *w, int signo)
+static void stop(struct relay *r, int signo)
 {
-	uint64_t open = atomic_load(&r->open);
+	uint64_t open = open_conns(r);
+	struct relay *x;
 
 	if (atomic_load(&r->draining))
-		die_of(r, w, signo);
+		die_of(r, signo);
 	if (open)
 		cli_say("relay: draining %" PRIu64 " connection%s (again to stop now)", open,
 			open == 1 ? "" : "s");
 	else if (r->verbose)
 		cli_say("relay: stopping: no connections to drain");
 	/* The socket file a new relay serves stays. */
-	if (r->listen.ss.ss_family == AF_UNIX && !atomic_load(&r->handed_over))
-		unlink(((struct sockaddr_un *)&r->listen.ss)->sun_path);
-	atomic_store(&r->draining, true);
-	wake_workers(r, w);
+	for (x = r; x; x = x->next)
+		if (x->listen.ss.ss_family == AF_UNIX && !atomic_load(&r->handed_over))
+			unlink(((struct sockaddr_un *)&x->listen.ss)->sun_path);
+	SET_ALL(r, draining);
+	wake_workers(r);
 }
 
 /* A reload under way: the new process and the pipe it says "ready" on;
@@ -153,7 +179,7 @@ struct reload {
 
 /* SIGUSR2: start the new relay, unless one is already starting or this one
  * is draining (its listeners may be closed already). */
-static void reload(struct relay *r, struct worker *w, struct reload *re)
+static void reload(struct relay *r, struct reload *re)
 {
 	if (atomic_load(&r->draining)) {
 		cli_say("relay: not reloading: draining");
@@ -164,7 +190,7 @@ static void reload(struct relay *r, struct worker *w, struct reload *re)
 			(long)re->pid);
 		return;
 	}
-	re->pid = reload_start(r, w, &re->fd);
+	re->pid = reload_start(r, &re->fd);
 	if (re->pid < 0)
 		cli_say("relay: still serving (process %ld)", (long)getpid());
 }
@@ -173,29 +199,31 @@ static void reload(struct relay *r, struct worker *w, struct reload *re)
  * drains, the sockets left listening and a unix socket's file in place
  * for it. Already draining, it goes on as it was: the stop signal that
  * began it is not repeated, which would end it at once. */
-static void handed_over(struct relay *r, struct worker *w, pid_t pid, int signo)
+static void handed_over(struct relay *r, pid_t pid, int signo)
 {
 	if (r->verbose)
 		cli_say("relay: process %ld serves in place of this one", (long)pid);
-	atomic_store(&r->handed_over, true);
+	SET_ALL(r, handed_over);
 	/* Scrapes go to the new relay, which listens beside this one. */
 	metrics_wake(r);
 	if (!atomic_load(&r->draining))
-		stop(r, w, signo);
+		stop(r, signo);
 }
 
 /* The new relay said it serves, or failed: in the first case this one
  * stops accepting and drains, its listeners left to the new one. */
-static void reloaded(struct relay *r, struct worker *w, struct reload *re)
+static void reloaded(struct relay *r, struct reload *re)
 {
 	bool ok = reload_ended(r, re->pid, re->fd);
+	struct relay *x;
 
 	/* Exec'd (it said ready) or reaped: the fds' copies are gone. */
-	atomic_fetch_sub(&r->forks, 1);
+	for (x = r; x; x = x->next)
+		atomic_fetch_sub(&x->forks, 1);
 	re->fd = -1;
 	if (ok && !atomic_load(&r->draining)) {
 		re->successor = re->pid;
-		handed_over(r, w, re->pid, SIGUSR2);
+		handed_over(r, re->pid, SIGUSR2);
 	}
 }
 
@@ -240,10 +268,10 @@ static void pass_on(struct reload *re, pid_t serving)
 	re->successor = -1;
 }
 
-static void stop_all(struct relay *r, struct worker *w, struct reload *re, int signo)
+static void stop_all(struct relay *r, struct reload *re, int signo)
 {
 	stop_reload(re, 0);
-	stop(r, w, signo);
+	stop(r, signo);
 }
 
 /* The signal of a relay started with --replace that serves this one's
@@ -256,19 +284,18 @@ static bool from_replacer(const struct signalfd_siginfo *si)
 }
 
 /* One signal the main thread took from the signalfd (supervise). */
-static void on_signal(struct relay *r, struct worker *w, struct reload *re,
-		      const struct signalfd_siginfo *si)
+static void on_signal(struct relay *r, struct reload *re, const struct signalfd_siginfo *si)
 {
 	if (si->ssi_signo == SIGUSR1) {
 		print_stats(r);
 	} else if (si->ssi_signo == SIGUSR2) {
-		reload(r, w, re);
+		reload(r, re);
 	} else if (from_replacer(si)) {
 		stop_reload(re, (pid_t)si->ssi_pid);
 		pass_on(re, (pid_t)si->ssi_pid);
-		handed_over(r, w, (pid_t)si->ssi_pid, HANDOVER_SIGNAL);
+		handed_over(r, (pid_t)si->ssi_pid, HANDOVER_SIGNAL);
 	} else {
-		stop_all(r, w, re, (int)si->ssi_signo);
+		stop_all(r, re, (int)si->ssi_signo);
 	}
 }
 
@@ -276,17 +303,20 @@ static void on_signal(struct relay *r, struct worker *w, struct reload *re,
  * SIGUSR1 and the stats interval print the counters, SIGUSR2 starts the
  * relay that replaces this one; a relay started with --replace says it
  * has taken this one's listeners. */
-static void supervise(struct relay *r, struct worker *w, int sfd)
+static void supervise(struct relay *r, int sfd)
 {
 	struct pollfd p[3] = { { .fd = sfd, .events = POLLIN },
 			       { .fd = r->done_fd, .events = POLLIN },
 			       { .fd = -1, .events = POLLIN } };
 	struct signalfd_siginfo si;
 	struct reload re = { .pid = -1, .fd = -1, .successor = -1 };
-	int running = r->jobs;
+	int running = 0;
 	uint64_t v;
+	struct relay *x;
 	int64_t next_stats = r->stats_ms ? now_ms() + r->stats_ms : NEVER, now;
 
+	for (x = r; x; x = x->next)
+		running += x->jobs;
 	while (running > 0) {
 		now = now_ms();
 		if (now >= next_stats) {
@@ -302,9 +332,9 @@ static void supervise(struct relay *r, struct worker *w, int sfd)
 		 * new relay's "ready" stops that relay rather than hand it
 		 * the service. */
 		if ((p[0].revents & POLLIN) && read(sfd, &si, sizeof(si)) == sizeof(si))
-			on_signal(r, w, &re, &si);
+			on_signal(r, &re, &si);
 		if (p[2].revents && re.fd >= 0)
-			reloaded(r, w, &re);
+			reloaded(r, &re);
 	}
 	if (re.fd >= 0)
 		close(re.fd);
@@ -336,7 +366,7 @@ static int take_signals(void)
 
 /* "relay: listening on 127.0.0.1:8080, forwarding to ...": each listener,
  * those a service manager passed with their names. */
-static void say_listening(const struct relay *r, const struct worker *w)
+static void say_listening(const struct relay *r)
 {
 	char where[1024], one[300], to[1024];
 	size_t used = 0;
@@ -344,7 +374,7 @@ static void say_listening(const struct relay *r, const struct worker *w)
 
 	where[0] = '\0';
 	for (k = 0; k < r->nlisten && used < sizeof(where); k++) {
-		listener_text(r, w, k, one, sizeof(one));
+		listener_text(r, r->w, k, one, sizeof(one));
 		used += (size_t)snprintf(where + used, sizeof(where) - used, "%s%s",
 					 k ? ", " : "", one);
 	}
@@ -353,60 +383,89 @@ static void say_listening(const struct relay *r, const struct worker *w)
 		r->jobs == 1 ? "" : "s");
 }
 
-static void start_workers(const struct relay *r, struct worker *w)
+/* Each listener's workers made ready, its line said with -v, and its
+ * target checker started. */
+static int prepare(struct relay *r)
 {
 	int i, err;
 
-	for (i = 0; i < r->jobs; i++) {
-		err = pthread_create(&w[i].thread, NULL, worker_main, &w[i]);
-		if (err) {
-			/* Workers already running use w: leave without freeing. */
-			cli_error(err, "relay: cannot start a worker");
-			exit(1);
-		}
+	for (; r; r = r->next) {
+		for (i = 0; i < r->jobs; i++)
+			if (worker_init(r, &r->w[i]) < 0) {
+				cli_error(errno, "relay: epoll");
+				return -1;
+			}
+		if (r->verbose)
+			say_listening(r);
+		if ((err = checker_start(r)))
+			cli_error(err, "relay: cannot start the target checker");
 	}
+	return 0;
 }
 
-static int serve(struct relay *r, struct worker *w)
+static void start_workers(const struct relay *r)
 {
-	int sfd, i, status = 0;
+	int i, err;
 
-	if (make_listeners(r, w) < 0 || metrics_listen(r) < 0)
+	for (; r; r = r->next)
+		for (i = 0; i < r->jobs; i++) {
+			err = pthread_create(&r->w[i].thread, NULL, worker_main, &r->w[i]);
+			if (err) {
+				/* Workers already running use w: leave without freeing. */
+				cli_error(err, "relay: cannot start a worker");
+				exit(1);
+			}
+		}
+}
+
+/* Every listener's workers ended: 1 when a listener was lost. */
+static int finish(struct relay *r)
+{
+	int i, status = 0;
+
+	for (; r; r = r->next) {
+		for (i = 0; i < r->jobs; i++)
+			pthread_join(r->w[i].thread, NULL);
+		if (atomic_load(&r->listener_lost))
+			status = 1;
+		checker_stop(r);
+		note_flush(&r->accept_failed, true);
+	}
+	return status;
+}
+
+static int serve(struct relay *r)
+{
+	int sfd, done, status = 0;
+	struct relay *x;
+
+	if ((r->config ? claim_listeners(r) : make_listeners(r, r->w)) < 0 ||
+	    metrics_listen(r) < 0)
 		return 1;
 	sfd = take_signals();
-	r->done_fd = eventfd(0, EFD_CLOEXEC);
-	if (sfd < 0 || r->done_fd < 0) {
+	done = eventfd(0, EFD_CLOEXEC);
+	if (sfd < 0 || done < 0) {
 		cli_error(errno, "relay");
 		return 1;
 	}
-	for (i = 0; i < r->jobs; i++)
-		if (worker_init(r, &w[i]) < 0) {
-			cli_error(errno, "relay: epoll");
-			return 1;
-		}
-	if (r->verbose)
-		say_listening(r, w);
-	if (metrics_start(r) < 0)
+	for (x = r; x; x = x->next)
+		x->done_fd = done;
+	if (prepare(r) < 0 || metrics_start(r) < 0)
 		return 1;
-	if ((i = checker_start(r)))
-		cli_error(i, "relay: cannot start the target checker");
-	start_workers(r, w);
+	start_workers(r);
 	/* The relay replaced must not be left serving alongside this one
 	 * unknowing, nor this one serve when the one that started it is
 	 * gone (stopped meanwhile): this one goes, the sockets left as
 	 * they are. */
 	if (reload_say_ready(r) < 0 || replace_finish(r) < 0) {
-		atomic_store(&r->handed_over, true);
-		stop(r, w, SIGTERM);
+		SET_ALL(r, handed_over);
+		stop(r, SIGTERM);
 		status = 1;
+	} else {
+		claim_release(r);
 	}
-	supervise(r, w, sfd);
-	for (i = 0; i < r->jobs; i++)
-		pthread_join(w[i].thread, NULL);
-	if (atomic_load(&r->listener_lost))
-		status = 1;
-	checker_stop(r);
-	note_flush(&r->accept_failed, true);
+	supervise(r, sfd);
+	status |= finish(r);
 	if (r->verbose)
 		print_stats(r);
 	return status;
@@ -414,19 +473,26 @@ static int serve(struct relay *r, struct worker *w)
 
 int relay_run(struct relay *r)
 {
-	struct worker *w = calloc((size_t)r->jobs, sizeof(*w));
-	int status;
+	struct relay *x;
+	int status = 1;
 
-	if (!w) {
-		cli_error(ENOMEM, "relay");
-		return 1;
+	for (x = r; x; x = x->next) {
+		x->first = r;
+		if (!(x->w = calloc((size_t)x->jobs, sizeof(*x->w)))) {
+			cli_error(ENOMEM, "relay");
+			goto out;
+		}
 	}
-	status = serve(r, w);
+	status = serve(r);
 	metrics_stop(r);
 	if (r->replace_fd >= 0)
 		close(r->replace_fd);
-	free_listeners(r, w);
+out:
+	for (x = r; x; x = x->next) {
+		if (x->w)
+			free_listeners(x, x->w);
+		free(x->w);
+	}
 	reload_free(r);
-	free(w);
 	return status;
 }

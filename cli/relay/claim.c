@@ -1,0 +1,147 @@
+/* psplice relay --config: each line's listeners. A relay started by a
+ * reload (SIGUSR2) was passed every listener of the relay it replaces, and
+ * one started with --replace takes copies of them; each line takes those
+ * bound to its LISTEN (the same address and port, or the same socket
+ * file), so that their queued clients are served, never refused. A line
+ * none is bound to binds its own: a listener added to the file. A socket
+ * no line takes is a listener removed from it: after a reload it is closed
+ * here, and once this relay serves, a unix one's file is removed, so that
+ * it serves nobody once the old relay has drained; after --replace it is
+ * left to the relay replaced, which drains it. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "relay.h"
+#include "out.h"
+
+#define FIRST_FD 3             /* SD_LISTEN_FDS_START */
+
+/* The sockets the lines choose among, and who bound them. */
+struct pool {
+	int *fds;            /* -1: taken by a line */
+	int n;
+	pid_t pid;
+	bool reload;         /* passed by a reload; otherwise copied (--replace) */
+};
+
+/* Line x's sockets from the pool, or its own. */
+static int claim_one(struct relay *x, struct pool *p)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	int k, n = 0, *mine = calloc((size_t)p->n + 1, sizeof(int)), rc;
+
+	if (!mine) {
+		cli_error(ENOMEM, "relay");
+		return -1;
+	}
+	for (k = 0; k < p->n; k++) {
+		len = sizeof(ss);
+		if (p->fds[k] >= 0 && getsockname(p->fds[k], (struct sockaddr *)&ss, &len) == 0 &&
+		    listener_matches(x, p->pid, (struct sockaddr *)&ss, len)) {
+			mine[n++] = p->fds[k];
+			p->fds[k] = -1;
+		}
+	}
+	/* Made elsewhere, with clients queued already: each client's
+	 * socket is tuned as it comes. */
+	x->tune_accepted = n > 0;
+	rc = n ? serve_fds(x, x->w, mine, n) : bind_listeners(x, x->w);
+	free(mine);
+	return rc;
+}
+
+/* A unix socket file no line names, to remove once this relay serves. */
+static void forget_file(struct relay *head, const struct sockaddr_un *un)
+{
+	char **more;
+	int n = 0;
+
+	while (head->gone && head->gone[n])
+		n++;
+	more = realloc(head->gone, (size_t)(n + 2) * sizeof(*more));
+	if (!more)
+		return;
+	head->gone = more;
+	more[n] = strdup(un->sun_path);
+	more[n + 1] = NULL;
+}
+
+/* The sockets no line took: said, and closed. */
+static void drop_rest(struct relay *head, struct pool *p)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	char text[300];
+	int k;
+
+	for (k = 0; k < p->n; k++) {
+		if (p->fds[k] < 0)
+			continue;
+		len = sizeof(ss);
+		if (getsockname(p->fds[k], (struct sockaddr *)&ss, &len) < 0)
+			len = 0;
+		addr_text((struct sockaddr *)&ss, len, text, sizeof(text));
+		if (!p->reload) {
+			cli_say("relay: process %ld listens on %s too: not taken, left to it",
+				(long)p->pid, text);
+		} else {
+			cli_say("relay: %s is not in %s any more: not served", text, head->config);
+			if (ss.ss_family == AF_UNIX && ((struct sockaddr_un *)&ss)->sun_path[0])
+				forget_file(head, (struct sockaddr_un *)&ss);
+		}
+		close(p->fds[k]);
+	}
+}
+
+int claim_listeners(struct relay *head)
+{
+	struct pool p = { .pid = head->replace_pid };
+	struct relay *x;
+	int k, rc = 0;
+
+	if (head->ready_fd >= 0) {
+		p.reload = true;
+		p.pid = getpid();
+		if ((p.n = passed_listeners(head)) < 0)
+			return -1;
+		if (!(p.fds = calloc((size_t)p.n + 1, sizeof(int)))) {
+			cli_error(ENOMEM, "relay");
+			return -1;
+		}
+		for (k = 0; k < p.n; k++)
+			p.fds[k] = FIRST_FD + k;
+	} else if (head->replace_pid && replace_collect(head, &p.fds, &p.n) < 0) {
+		return -1;
+	}
+	for (x = head; x && rc == 0; x = x->next)
+		rc = claim_one(x, &p);
+	drop_rest(head, &p);
+	free(p.fds);
+	return rc;
+}
+
+/* This relay serves: the socket files of the listeners removed go, unless
+ * a line binds that path anew. */
+void claim_release(struct relay *head)
+{
+	const struct relay *x;
+	char **path;
+
+	for (path = head->gone; path && *path; path++) {
+		for (x = head; x; x = x->next)
+			if (x->listen.ss.ss_family == AF_UNIX &&
+			    !strcmp(((const struct sockaddr_un *)&x->listen.ss)->sun_path, *path))
+				break;
+		if (!x)
+			unlink(*path);
+		free(*path);
+	}
+	free(head->gone);
+	head->gone = NULL;
+}

@@ -1,0 +1,344 @@
+/* psplice relay's options and operands, read into a struct relay: from the
+ * command line (cmd.c), and from each line of a --config file (config.c),
+ * which takes the options of one listener and not those of the process. */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "relay.h"
+#include "opts.h"
+#include "out.h"
+#include "parse.h"
+
+enum { OPT_MAX_CONNS = 0x200, OPT_IDLE, OPT_CONNECT, OPT_DRAIN, OPT_STATS, OPT_COPY,
+       OPT_LOWAT, OPT_NAGLE, OPT_REUSEPORT, OPT_UNIX_MODE, OPT_LOG_FORMAT, OPT_LOG,
+       OPT_BALANCE, OPT_CHECK, OPT_SEND_PROXY, OPT_SEND_PROXY_V2, OPT_ACCEPT_PROXY,
+       OPT_REPLACE, OPT_RATE, OPT_RATE_TOTAL, OPT_METRICS, OPT_CONFIG, OPT_CHECK_ONLY };
+
+static const struct option longopts[] = {
+	{ "jobs", required_argument, NULL, 'j' },
+	{ "max-conns", required_argument, NULL, OPT_MAX_CONNS },
+	{ "idle-timeout", required_argument, NULL, OPT_IDLE },
+	{ "connect-timeout", required_argument, NULL, OPT_CONNECT },
+	{ "drain-timeout", required_argument, NULL, OPT_DRAIN },
+	{ "stats-interval", required_argument, NULL, OPT_STATS },
+	{ "copy", required_argument, NULL, OPT_COPY },
+	{ "notsent-lowat", required_argument, NULL, OPT_LOWAT },
+	{ "nagle", no_argument, NULL, OPT_NAGLE },
+	{ "reuseport", no_argument, NULL, OPT_REUSEPORT },
+	{ "unix-mode", required_argument, NULL, OPT_UNIX_MODE },
+	{ "log-format", required_argument, NULL, OPT_LOG_FORMAT },
+	{ "log", required_argument, NULL, OPT_LOG },
+	{ "balance", required_argument, NULL, OPT_BALANCE },
+	{ "check-interval", required_argument, NULL, OPT_CHECK },
+	{ "send-proxy", no_argument, NULL, OPT_SEND_PROXY },
+	{ "send-proxy-v2", no_argument, NULL, OPT_SEND_PROXY_V2 },
+	{ "accept-proxy", no_argument, NULL, OPT_ACCEPT_PROXY },
+	{ "replace", required_argument, NULL, OPT_REPLACE },
+	{ "rate", required_argument, NULL, OPT_RATE },
+	{ "rate-total", required_argument, NULL, OPT_RATE_TOTAL },
+	{ "metrics", required_argument, NULL, OPT_METRICS },
+	{ "config", required_argument, NULL, OPT_CONFIG },
+	{ "check", no_argument, NULL, OPT_CHECK_ONLY },
+	{ "verbose", no_argument, NULL, 'v' },
+	CLI_COMMON_LONGOPTS
+};
+
+/* Seconds, fractions allowed ("0.5"); -1 when malformed. */
+static int64_t parse_secs(const char *s)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || *end || !(v >= 0) || v > 1e9)
+		return -1;
+	return (int64_t)(v * 1000 + 0.5);
+}
+
+static uint64_t parse_count(const struct cli_cmd *cmd, const char *opt, const char *s)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s || *end || *s == '-')
+		cli_usage_error(cmd, "invalid %s %s", opt, cli_quote(s));
+	return v;
+}
+
+static int64_t secs_arg(const struct cli_cmd *cmd, const char *opt, const char *s)
+{
+	int64_t ms = parse_secs(s);
+
+	if (ms < 0)
+		cli_usage_error(cmd, "invalid %s %s (want seconds)", opt, cli_quote(s));
+	return ms;
+}
+
+/* --copy=splice (the engine's choice) or readwrite (through user memory,
+ * for comparison and for fds the kernel cannot splice). */
+static unsigned int copy_arg(const struct cli_cmd *cmd, const char *s)
+{
+	if (!strcmp(s, "splice"))
+		return 0;
+	if (!strcmp(s, "readwrite"))
+		return PSPLICE_F_ONLY(PSPLICE_METHOD_READWRITE);
+	cli_usage_error(cmd, "invalid --copy %s (want splice or readwrite)", cli_quote(s));
+	return 0;
+}
+
+static int lowat_arg(const struct cli_cmd *cmd, const char *s)
+{
+	int64_t n = cli_parse_size(s);
+
+	if (n < 0 || n > INT32_MAX)
+		cli_usage_error(cmd, "invalid --notsent-lowat %s (want a size, e.g. 128K)",
+				cli_quote(s));
+	return (int)n;
+}
+
+/* Bytes a second as a size ("50M", powers of 1024), "/s" allowed after
+ * it ("50M/s"): from 1 to RATE_MAX. */
+static void rate_arg(const struct cli_cmd *cmd, const char *opt, const char *s,
+		     struct rate *rt)
+{
+	char text[32];
+	size_t len = strlen(s);
+	int64_t n = -1;
+
+	if (len > 2 && !strcmp(s + len - 2, "/s"))
+		len -= 2;
+	if (len < sizeof(text)) {
+		memcpy(text, s, len);
+		text[len] = '\0';
+		n = cli_parse_size(text);
+	}
+	if (n <= 0 || (uint64_t)n > RATE_MAX)
+		cli_usage_error(cmd, "invalid %s %s (want bytes a second from 1 to 1T, "
+				"e.g. 10M or 10M/s)", opt, cli_quote(s));
+	rate_init(rt, (uint64_t)n);
+}
+
+/* --metrics=ADDR: a TCP address to listen on, as LISTEN takes one
+ * (HOST:PORT, [IPv6]:PORT, :PORT); Prometheus scrapes no unix socket. */
+static void metrics_arg(const struct cli_cmd *cmd, const char *s, struct relay *r)
+{
+	const char *why = NULL;
+
+	if (!strncmp(s, "unix:", 5))
+		cli_usage_error(cmd, "invalid --metrics %s (want HOST:PORT, not a unix socket)",
+				cli_quote(s));
+	if (cli_parse_addr(s, &r->metrics_addr, true, &why) < 0)
+		cli_usage_error(cmd, "invalid --metrics %s: %s", cli_quote(s), why);
+	r->metrics_text = s;
+}
+
+/* An octal mode, as chmod(1) takes it: 660, 0600. */
+static int mode_arg(const struct cli_cmd *cmd, const char *s)
+{
+	char *end;
+	unsigned long m = strtoul(s, &end, 8);
+
+	if (!*s || *end || m > 07777)
+		cli_usage_error(cmd, "invalid --unix-mode %s (want an octal mode, e.g. 660)",
+				cli_quote(s));
+	return (int)m;
+}
+
+/* --log-format=text (the lines of old) or json (a record per connection). */
+static bool json_arg(const struct cli_cmd *cmd, const char *s)
+{
+	if (strcmp(s, "text") && strcmp(s, "json"))
+		cli_usage_error(cmd, "invalid --log-format %s (want text or json)", cli_quote(s));
+	return !strcmp(s, "json");
+}
+
+/* --balance=roundrobin (HAProxy's default), first or leastconn. */
+static enum balance balance_arg(const struct cli_cmd *cmd, const char *s)
+{
+	if (!strcmp(s, "roundrobin"))
+		return BAL_ROUNDROBIN;
+	if (!strcmp(s, "first"))
+		return BAL_FIRST;
+	if (!strcmp(s, "leastconn"))
+		return BAL_LEASTCONN;
+	cli_usage_error(cmd, "invalid --balance %s (want roundrobin, first or leastconn)",
+			cli_quote(s));
+	return BAL_ROUNDROBIN;
+}
+
+/* --replace=PID: a process id (pid_max is at most 2^22). */
+static pid_t pid_arg(const struct cli_cmd *cmd, const char *s)
+{
+	uint64_t pid = parse_count(cmd, "--replace", s);
+
+	if (!pid || pid > INT32_MAX)
+		cli_usage_error(cmd, "invalid --replace %s (want a process id)", cli_quote(s));
+	return (pid_t)pid;
+}
+
+/* --replace takes the listeners as the relay replaced made them: the
+ * options that would make them otherwise are refused rather than ignored,
+ * before LISTEN "-" refuses them for a service manager's sockets. LISTEN
+ * "-" is then every listener the relay replaced has. */
+static void check_replace(const struct cli_cmd *cmd, struct relay *r)
+{
+	if (r->reuseport)
+		cli_usage_error(cmd, "--reuseport does not apply with --replace: the listeners "
+				"are taken as the relay replaced made them (with its "
+				"--reuseport, one per worker)");
+	if (r->unix_mode >= 0)
+		cli_usage_error(cmd, "--unix-mode does not apply with --replace: the socket "
+				"file is the one the relay replaced made (change its mode "
+				"with chmod)");
+}
+
+/* The name of option c, for a message. */
+static const char *opt_name(int c)
+{
+	const struct option *o;
+
+	for (o = longopts; o->name; o++)
+		if (o->val == c)
+			return o->name;
+	return "?";
+}
+
+/* In a config line: what getopt_long found wrong (opterr is off there, as
+ * its message could not name the line), and the options of the process. */
+static void line_option(const struct cli_cmd *cmd, int c, char **argv)
+{
+	const char *word = argv[optind - 1];
+
+	/* optopt: the option that lacks its argument, or the unknown letter. */
+	if (c == '?' && optopt && strcmp(opt_name(optopt), "?"))
+		cli_usage_error(cmd, "option %s requires an argument", cli_quote(word));
+	if (c == '?' && optopt)
+		cli_usage_error(cmd, "invalid option -- '%c'", optopt);
+	if (c == '?')
+		cli_usage_error(cmd, "unrecognized or ambiguous option %s", cli_quote(word));
+	cli_usage_error(cmd, "--%s applies to the whole relay: give it on the command line",
+			opt_name(c));
+}
+
+/* The options of one listener into r; false when c is not one. */
+static bool listener_option(const struct cli_cmd *cmd, int c, struct relay *r)
+{
+	switch (c) {
+	case OPT_MAX_CONNS: r->max_conns = parse_count(cmd, "--max-conns", optarg); break;
+	case OPT_IDLE: r->idle_ms = secs_arg(cmd, "--idle-timeout", optarg); break;
+	case OPT_CONNECT: r->connect_ms = secs_arg(cmd, "--connect-timeout", optarg); break;
+	case OPT_COPY: r->pair_flags = copy_arg(cmd, optarg); break;
+	case OPT_LOWAT: r->notsent_lowat = lowat_arg(cmd, optarg); break;
+	case OPT_NAGLE: r->nagle = true; break;
+	case OPT_REUSEPORT: r->reuseport = true; break;
+	case OPT_UNIX_MODE: r->unix_mode = mode_arg(cmd, optarg); break;
+	case OPT_BALANCE: r->balance = balance_arg(cmd, optarg); break;
+	case OPT_CHECK: r->check_ms = secs_arg(cmd, "--check-interval", optarg); break;
+	case OPT_SEND_PROXY: r->send_proxy = 1; break;
+	case OPT_SEND_PROXY_V2: r->send_proxy = 2; break;
+	case OPT_ACCEPT_PROXY: r->accept_proxy = true; break;
+	case OPT_RATE: rate_arg(cmd, "--rate", optarg, &r->rate); break;
+	case OPT_RATE_TOTAL: rate_arg(cmd, "--rate-total", optarg, &r->rate_total); break;
+	default: return false;
+	}
+	return true;
+}
+
+/* The options of the process, on the command line alone. */
+static void process_option(const struct cli_cmd *cmd, int c, struct relay *r,
+			   struct relay_opts *o)
+{
+	switch (c) {
+	case 'j':
+		o->jobs = parse_count(cmd, "--jobs", optarg);
+		if (!o->jobs || o->jobs > 1024)
+			cli_usage_error(cmd, "invalid --jobs %s (1 to 1024)", cli_quote(optarg));
+		break;
+	case OPT_DRAIN: r->drain_ms = secs_arg(cmd, "--drain-timeout", optarg); break;
+	case OPT_STATS: r->stats_ms = secs_arg(cmd, "--stats-interval", optarg); break;
+	case OPT_LOG_FORMAT: r->json = json_arg(cmd, optarg); break;
+	case OPT_LOG: o->log = optarg; break;
+	case OPT_REPLACE: r->replace_pid = pid_arg(cmd, optarg); break;
+	case OPT_METRICS: metrics_arg(cmd, optarg, r); break;
+	case OPT_CONFIG: o->config = optarg; break;
+	case OPT_CHECK_ONLY: o->check = true; break;
+	case 'v': r->verbose = true; break;
+	default: cli_common_option(cmd, c);
+	}
+}
+
+/* The options into r and o: the command line's, or (o NULL) a config
+ * line's, which may hold a listener's alone. */
+void relay_options(const struct cli_cmd *cmd, int argc, char **argv, struct relay *r,
+		   struct relay_opts *o)
+{
+	int c;
+
+	opterr = o != NULL;
+	while ((c = getopt_long(argc, argv, "j:v", longopts, NULL)) != -1) {
+		if (listener_option(cmd, c, r))
+			continue;
+		if (!o)
+			line_option(cmd, c, argv);
+		process_option(cmd, c, r, o);
+	}
+	opterr = 1;
+}
+
+/* LISTEN "-": the sockets a service manager passed. They are made as its
+ * unit says, so the options that would make them otherwise are refused
+ * rather than ignored. */
+static void take_inherited(const struct cli_cmd *cmd, struct relay *r)
+{
+	r->inherited = true;
+	r->listen.text = "-";
+	if (r->reuseport)
+		cli_usage_error(cmd, "--reuseport does not apply to LISTEN '-': the workers "
+				"share the sockets passed (set ReusePort= in the socket unit)");
+	if (r->unix_mode >= 0)
+		cli_usage_error(cmd, "--unix-mode does not apply to LISTEN '-' "
+				"(set SocketMode= in the socket unit)");
+}
+
+/* LISTEN and each TARGET. */
+void relay_operands(const struct cli_cmd *cmd, int argc, char **argv, struct relay *r)
+{
+	const char *why = NULL;
+	int i, n = argc - optind - 1;
+
+	if (n < 1)
+		cli_usage_error(cmd, n ? "missing LISTEN and TARGET operands" :
+				"missing TARGET operand");
+	if (n > MAX_TARGETS)
+		cli_usage_error(cmd, "too many targets (at most %d)", MAX_TARGETS);
+	if (r->replace_pid)
+		check_replace(cmd, r);
+	if (!strcmp(argv[optind], "-"))
+		take_inherited(cmd, r);
+	else if (cli_parse_addr(argv[optind], &r->listen, true, &why) < 0)
+		cli_usage_error(cmd, "invalid address %s: %s", cli_quote(argv[optind]), why);
+	/* Every address checked before the table is made: a usage error
+	 * leaves nothing allocated behind it. */
+	for (i = 0; i < n; i++) {
+		const char *a = argv[optind + 1 + i];
+		struct cli_addr check;
+
+		if (cli_parse_addr(a, &check, false, &why) < 0)
+			cli_usage_error(cmd, "invalid address %s: %s", cli_quote(a), why);
+	}
+	r->targets = calloc((size_t)n, sizeof(*r->targets));
+	if (!r->targets)
+		cli_usage_error(cmd, "%s", strerror(ENOMEM));
+	for (i = 0; i < n; i++)
+		cli_parse_addr(argv[optind + 1 + i], &r->targets[i].addr, false, &why);
+	r->ntargets = n;
+	r->target = r->targets[0].addr;
+}
+
