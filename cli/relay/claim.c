@@ -126,9 +126,10 @@ int claim_listeners(struct relay *head)
 	return rc;
 }
 
-/* This relay serves: the socket files of the listeners removed go, unless
- * a line binds that path anew. */
-void claim_release(struct relay *head)
+/* This relay serves (serving), or will not: the socket files of the
+ * listeners removed go in the first case, unless a line binds that path
+ * anew. */
+void claim_release(struct relay *head, bool serving)
 {
 	const struct relay *x;
 	char **path;
@@ -138,7 +139,7 @@ void claim_release(struct relay *head)
 			if (x->listen.ss.ss_family == AF_UNIX &&
 			    !strcmp(((const struct sockaddr_un *)&x->listen.ss)->sun_path, *path))
 				break;
-		if (!x)
+		if (!x && serving)
 			unlink(*path);
 		free(*path);
 	}

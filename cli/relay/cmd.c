@@ -44,6 +44,7 @@ static void say_good(const struct relay_opts *o, const struct relay *r)
 static struct relay *read_relays(const struct cli_cmd *cmd, int argc, char **argv,
 				 struct relay *base, struct relay_opts *o)
 {
+	cli_usage_where = NULL;
 	relay_options(cmd, argc, argv, base, o);
 	base->jobs = jobs_of(o->jobs);
 	if (!o->config) {

@@ -13,11 +13,13 @@
  * (SIGUSR2, --replace) reads the file again in the new process, so a bad
  * file leaves the relay running as it was. */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/un.h>
+#include <unistd.h>
 
 #include "relay.h"
 #include "opts.h"
@@ -81,23 +83,35 @@ static struct relay *listener(const struct cli_cmd *cmd, const struct relay *bas
 	return x;
 }
 
-/* The file's text, read whole; a usage error when it cannot be, or holds
- * a NUL (not a text file). */
+/* The file's text, read whole, NUL-terminated; a usage error when it
+ * cannot be, is over CONFIG_MAX (read no further: /dev/zero is a file too)
+ * or holds a NUL (not a text file). */
 static char *read_text(const struct cli_cmd *cmd, const char *path)
 {
+	char *text = malloc(CONFIG_MAX + 1);
 	size_t len = 0;
-	char *text = slurp(path, &len), *more;
+	ssize_t n = 1;
+	int fd = open(path, O_RDONLY | O_CLOEXEC), err;
 
-	if (!text)
-		cli_usage_error(cmd, "%s", strerror(errno ? errno : ENOMEM));
-	if (len > CONFIG_MAX || memchr(text, '\0', len))
+	while (fd >= 0 && text && n > 0 && len <= CONFIG_MAX) {
+		n = read(fd, text + len, CONFIG_MAX + 1 - len);
+		if (n < 0 && errno == EINTR)
+			n = 1;
+		else if (n > 0)
+			len += (size_t)n;
+	}
+	err = fd < 0 || n < 0 ? errno : text ? 0 : ENOMEM;
+	if (fd >= 0)
+		close(fd);
+	if (err || len > CONFIG_MAX || memchr(text, '\0', len)) {
+		free(text);
+		if (err)
+			cli_usage_error(cmd, "%s", strerror(err));
 		cli_usage_error(cmd, len > CONFIG_MAX ? "over %d bytes: not a config file" :
 				"a NUL byte: not a text file", CONFIG_MAX);
-	more = realloc(text, len + 1);
-	if (!more)
-		cli_usage_error(cmd, "%s", strerror(ENOMEM));
-	more[len] = '\0';
-	return more;
+	}
+	text[len] = '\0';
+	return text;
 }
 
 /* Every line of path, each a listener made from base, in the file's order;
@@ -106,7 +120,9 @@ static char *read_text(const struct cli_cmd *cmd, const char *path)
 struct relay *config_read(const struct cli_cmd *cmd, const char *path,
 			  const struct relay *base)
 {
-	char where[4096 + 32], *text, *line, *end, *argv[WORDS_MAX + 1] = { "relay" };
+	/* Static: a usage error leaves cli_usage_where pointing at it. */
+	static char where[4096 + 32];
+	char *text, *line, *end, *argv[WORDS_MAX + 1] = { "relay" };
 	struct relay *head = NULL, **tail = &head, *x;
 	int n = 0, argc, seen;
 

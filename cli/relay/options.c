@@ -318,7 +318,8 @@ void relay_operands(const struct cli_cmd *cmd, int argc, char **argv, struct rel
 				"missing TARGET operand");
 	if (n > MAX_TARGETS)
 		cli_usage_error(cmd, "too many targets (at most %d)", MAX_TARGETS);
-	if (r->replace_pid)
+	/* A config line may bind a listener the relay replaced has not. */
+	if (r->replace_pid && !r->config)
 		check_replace(cmd, r);
 	if (!strcmp(argv[optind], "-"))
 		take_inherited(cmd, r);

@@ -7,6 +7,7 @@
  *   supervise.c  the main thread: listeners, workers, signals, the stats
  *                line, drain, SIGUSR2 reload, the takeover, the end; over
  *                every listener of a --config file
+ *   say.c        its lines: each listener, its counters
  *   claim.c      --config: which line takes which listener passed or
  *                taken, and which binds its own
  *   metrics_http.c  --metrics: its listener, the thread that serves it
@@ -297,9 +298,13 @@ void config_free(struct relay *head);
 
 /* claim.c: every line's listeners, passed, taken or bound (-1 once said
  * why not); once the relay serves, the files of unix listeners removed
- * from the file go. */
+ * from the file go (release, serving; or only the memory). */
 int claim_listeners(struct relay *head);
-void claim_release(struct relay *head);
+void claim_release(struct relay *head, bool serving);
+
+/* say.c: each listener's line, as it starts; its counters. */
+void relay_listening(const struct relay *r);
+void relay_stats(const struct relay *r);
 
 /* supervise.c: the main thread, from the listeners to the end; the
  * command's exit status. */

@@ -2,7 +2,8 @@
  * listeners made, the workers started (worker.c), then signals and the
  * stats line handled until the workers end: a stop drains, a second stop
  * cuts, SIGUSR2 reloads (reload.c), a takeover (--replace) hands the
- * listeners over; the counters said at the end. */
+ * listeners over; the counters said at the end. With --config, each of
+ * these is done for every line's relay, its listener and its workers. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -21,21 +22,6 @@
 
 #include "relay.h"
 #include "out.h"
-
-/* One line each listener; with --config, each begins with its LISTEN. */
-static void print_stats(struct relay *r)
-{
-	for (; r; r = r->next)
-		cli_say("relay: %s%sconnections %" PRIu64 " open, %" PRIu64 " total; bytes %" PRIu64
-		" %s, %" PRIu64 " %s; pending %" PRId64 " %s, %" PRId64 " %s; copied %" PRIu64,
-		r->config ? r->listen.text : "", r->config ? ": " : "",
-		(uint64_t)atomic_load(&r->open), (uint64_t)atomic_load(&r->total),
-		(uint64_t)atomic_load(&r->bytes[0]), relay_dir_name[0],
-		(uint64_t)atomic_load(&r->bytes[1]), relay_dir_name[1],
-		(int64_t)atomic_load(&r->pending[0]), relay_dir_name[0],
-		(int64_t)atomic_load(&r->pending[1]), relay_dir_name[1],
-		(uint64_t)atomic_load(&r->copied));
-}
 
 /* Every connected socket of the process set to close with a reset: the
  * kernel would end each with a FIN when the process dies, and a stream cut
@@ -287,7 +273,7 @@ static bool from_replacer(const struct signalfd_siginfo *si)
 static void on_signal(struct relay *r, struct reload *re, const struct signalfd_siginfo *si)
 {
 	if (si->ssi_signo == SIGUSR1) {
-		print_stats(r);
+		relay_stats(r);
 	} else if (si->ssi_signo == SIGUSR2) {
 		reload(r, re);
 	} else if (from_replacer(si)) {
@@ -320,7 +306,7 @@ static void supervise(struct relay *r, int sfd)
 	while (running > 0) {
 		now = now_ms();
 		if (now >= next_stats) {
-			print_stats(r);
+			relay_stats(r);
 			next_stats = now + r->stats_ms;
 		}
 		p[2].fd = re.fd;
@@ -364,25 +350,6 @@ static int take_signals(void)
 	return signalfd(-1, &set, SFD_CLOEXEC);
 }
 
-/* "relay: listening on 127.0.0.1:8080, forwarding to ...": each listener,
- * those a service manager passed with their names. */
-static void say_listening(const struct relay *r)
-{
-	char where[1024], one[300], to[1024];
-	size_t used = 0;
-	int k;
-
-	where[0] = '\0';
-	for (k = 0; k < r->nlisten && used < sizeof(where); k++) {
-		listener_text(r, r->w, k, one, sizeof(one));
-		used += (size_t)snprintf(where + used, sizeof(where) - used, "%s%s",
-					 k ? ", " : "", one);
-	}
-	targets_text(r, to, sizeof(to));
-	cli_say("relay: listening on %s, forwarding to %s, %d worker%s", where, to, r->jobs,
-		r->jobs == 1 ? "" : "s");
-}
-
 /* Each listener's workers made ready, its line said with -v, and its
  * target checker started. */
 static int prepare(struct relay *r)
@@ -396,7 +363,7 @@ static int prepare(struct relay *r)
 				return -1;
 			}
 		if (r->verbose)
-			say_listening(r);
+			relay_listening(r);
 		if ((err = checker_start(r)))
 			cli_error(err, "relay: cannot start the target checker");
 	}
@@ -462,12 +429,12 @@ static int serve(struct relay *r)
 		stop(r, SIGTERM);
 		status = 1;
 	} else {
-		claim_release(r);
+		claim_release(r, true);
 	}
 	supervise(r, sfd);
 	status |= finish(r);
 	if (r->verbose)
-		print_stats(r);
+		relay_stats(r);
 	return status;
 }
 
@@ -493,6 +460,7 @@ out:
 			free_listeners(x, x->w);
 		free(x->w);
 	}
+	claim_release(r, false);
 	reload_free(r);
 	return status;
 }
