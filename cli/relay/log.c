@@ -17,7 +17,7 @@
 
 const char *const relay_dir_name[2] = { "client->target", "target->client" };
 
-/* A record being built; its size is more than any record needs (two
+/* A record being built; its size is more than any record needs (three
  * addresses of at most 128 bytes, each escaped to at most 6 per byte). */
 struct rec {
 	char buf[4096];
@@ -155,6 +155,11 @@ static void log_json(struct relay *r, const struct conn *c, const struct ending 
 
 	add(&rec, "{\"id\":%" PRIu64 ",\"client\":", c->id);
 	add_str(&rec, c->peer);
+	/* Which line of a --config file took it. */
+	if (r->config) {
+		add(&rec, ",\"listener\":");
+		add_str(&rec, r->listen.text);
+	}
 	add(&rec, ",\"target\":");
 	/* None yet for a client dropped before its PROXY header was read. */
 	if (c->tgt) {
