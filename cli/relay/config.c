@@ -122,7 +122,9 @@ struct relay *config_read(const struct cli_cmd *cmd, const char *path,
 {
 	/* Static: a usage error leaves cli_usage_where pointing at it. */
 	static char where[4096 + 32];
-	char *text, *line, *end, *argv[WORDS_MAX + 1] = { "relay" };
+	/* getopt_long's messages begin with argv[0]: "psplice: FILE:N". */
+	char argv0[sizeof(where) + sizeof(CLI_NAME ": ")];
+	char *text, *line, *end, *argv[WORDS_MAX + 1] = { argv0 };
 	struct relay *head = NULL, **tail = &head, *x;
 	int n = 0, argc, seen;
 
@@ -133,6 +135,7 @@ struct relay *config_read(const struct cli_cmd *cmd, const char *path,
 		if (*end)
 			*end++ = '\0';
 		snprintf(where, sizeof(where), "%s:%d", path, ++n);
+		snprintf(argv0, sizeof(argv0), CLI_NAME ": %s", where);
 		cli_usage_where = where;
 		argc = words(cmd, line, argv);
 		if (argc == 1)

@@ -210,19 +210,13 @@ static const char *opt_name(int c)
 	return "?";
 }
 
-/* In a config line: what getopt_long found wrong (opterr is off there, as
- * its message could not name the line), and the options of the process. */
-static void line_option(const struct cli_cmd *cmd, int c, char **argv)
+/* In a config line, an option that is not a listener's: getopt_long has
+ * said what was wrong (after the line's FILE:N, its argv[0]), or it is
+ * the process's. */
+static void line_option(const struct cli_cmd *cmd, int c)
 {
-	const char *word = argv[optind - 1];
-
-	/* optopt: the option that lacks its argument, or the unknown letter. */
-	if (c == '?' && optopt && strcmp(opt_name(optopt), "?"))
-		cli_usage_error(cmd, "option %s requires an argument", cli_quote(word));
-	if (c == '?' && optopt)
-		cli_usage_error(cmd, "invalid option -- '%c'", optopt);
 	if (c == '?')
-		cli_usage_error(cmd, "unrecognized or ambiguous option %s", cli_quote(word));
+		cli_usage_error(cmd, NULL);
 	cli_usage_error(cmd, "--%s applies to the whole relay: give it on the command line",
 			opt_name(c));
 }
@@ -281,15 +275,13 @@ void relay_options(const struct cli_cmd *cmd, int argc, char **argv, struct rela
 {
 	int c;
 
-	opterr = o != NULL;
 	while ((c = getopt_long(argc, argv, "j:v", longopts, NULL)) != -1) {
 		if (listener_option(cmd, c, r))
 			continue;
 		if (!o)
-			line_option(cmd, c, argv);
+			line_option(cmd, c);
 		process_option(cmd, c, r, o);
 	}
-	opterr = 1;
 }
 
 /* LISTEN "-": the sockets a service manager passed. They are made as its
