@@ -22,10 +22,11 @@
 # the kept line on the same socket, the line added on its own, and once
 # the old relay has ended a line removed refuses (a unix one's file gone).
 # A bad file on reload: its FILE:N: error said, the reload failed, the old
-# relay serves on. --replace=PID with --config takes the listener a line
-# names (no connection of a storm refused) and binds the new one; PID
-# drains and exits, its listener no line names gone with it. Loopback
-# only; every wait and every peer is bounded.
+# relay serves on, as it does for --replace=PID with a bad file.
+# --replace=PID with --config takes the listener a line names (no
+# connection of a storm refused) and binds the new one; PID drains and
+# exits, its listener no line names gone with it. Loopback only; every
+# wait and every peer is bounded.
 [ -z "${BASH_VERSION:-}" ] && command -v bash >/dev/null && exec bash "$0" "$@"
 # The echo server, the storm's connections and their checks are
 # tests/relay_peers.py's; the example config is the source tree's.
@@ -599,9 +600,19 @@ ask $LINENO 127.0.0.1:$pC 1 "C none"
 is $LINENO refused "$(peer refused 127.0.0.1:$pE)"
 is $LINENO "$inoA" "$(peer holds $r1 127.0.0.1:$pA)"
 
+# --replace=PID with a bad file: nothing taken, r1 serves on.
+pD=$(port)
+printf '127.0.0.1:%s %s\n127.0.0.1:%s %s --rate=fast\n' $pD "$mF" $pA "$echo" >bad.conf
+timeout 20 "$P" relay -v --replace=$r1 --config=bad.conf 2>err; rc=$?
+rc_is $LINENO 1
+is $LINENO "psplice: bad.conf:2: invalid --rate 'fast'" "$(head -1 err | cut -d'(' -f1 | sed 's/ $//')"
+kill -0 $r1 || fail $LINENO "relay $r1 has gone"
+ask $LINENO 127.0.0.1:$pC 1 "C none"
+is $LINENO "$inoA" "$(peer holds $r1 127.0.0.1:$pA)"
+is $LINENO refused "$(peer refused 127.0.0.1:$pD)"
+
 # --replace=PID --config: line A taken from relay r1 under a storm, D
 # bound; r1 drains and exits, and C, which no line names, goes with it.
-pD=$(port)
 cat >p.conf <<EOF
 127.0.0.1:$pD $mF
 127.0.0.1:$pA $echo
