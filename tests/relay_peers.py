@@ -11,8 +11,29 @@ gated(where, total, size, state, errors): total of those, 64 at a time,
 connection i started only while i < state["gate"] (another task moves the
 gate), state["done"] counting those ended; returns the failures errors
 does not hold (a connection past its 30 s), and prints the first of both
-on standard error."""
+on standard error.
+handover(where, total, size, at): gated's storm across a change of relay:
+once `at` connections have ended, the file "half" says so and the test
+starts the new relay; those from total / 2 on wait for the file "go",
+made once it serves. Prints the count failed, exits 1 on any.
+ready(path, text): text and a newline written to path whole (a rename).
+recv_all(sock): what a blocking socket reads until its end of stream."""
 import asyncio, os, sys
+
+
+def ready(path, text):
+    with open(path + ".tmp", "w") as f:
+        f.write(text + "\n")
+    os.rename(path + ".tmp", path)
+
+
+def recv_all(c):
+    got = b""
+    while True:
+        b = c.recv(65536)
+        if not b:
+            return got
+        got += b
 
 
 def addr(s):
@@ -84,3 +105,24 @@ async def gated(where, total, size, state, errors):
     for e in errors[:10] + [repr(b) for b in bad[:10]]:
         print(e, file=sys.stderr)
     return bad
+
+
+async def handover(where, total, size, at):
+    errors = []
+    state = dict(done=0, gate=total // 2)
+    async def switch():
+        while state["done"] < at:
+            await asyncio.sleep(0.005)
+        ready("half", str(state["done"]))
+        for _ in range(3000):
+            if os.path.exists("go"):
+                break
+            await asyncio.sleep(0.01)
+        else:
+            errors.append("no new relay within 30 s")
+        state["gate"] = 10**9
+    s = asyncio.ensure_future(switch())
+    bad = await gated(where, total, size, state, errors)
+    await s
+    print("%d connections, %d failed" % (total, len(errors) + len(bad)))
+    sys.exit(1 if errors or bad else 0)

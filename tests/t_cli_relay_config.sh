@@ -50,14 +50,9 @@ served_by() { # LOG NTH
 
 cat >peers.py <<'EOF'
 import asyncio, os, re, signal, socket, struct, sys, threading, time
-from relay_peers import echo, gated, one
+from relay_peers import echo, gated, handover, one, ready, recv_all
 
 SIG2 = b"\r\n\r\n\x00\r\nQUIT\n"
-
-def ready(path, text):
-    with open(path + ".tmp", "w") as f:
-        f.write(text + "\n")
-    os.rename(path + ".tmp", path)
 
 # A target named NAME on 127.0.0.1: each connection read to its end of
 # stream, then "NAME KIND\n" and the bytes after the PROXY header that
@@ -71,13 +66,8 @@ def marker(name, portfile):
     ready(portfile, str(s.getsockname()[1]))
     def serve(c):
         c.settimeout(30)
-        got = b""
         try:
-            while True:
-                b = c.recv(65536)
-                if not b:
-                    break
-                got += b
+            got = recv_all(c)
             kind = "none"
             if got.startswith(b"PROXY "):
                 line, _, got = got.partition(b"\r\n")
@@ -122,12 +112,7 @@ def ask(where, n):
             c = connect(where)
             c.sendall(data)
             c.shutdown(socket.SHUT_WR)
-            got = b""
-            while True:
-                b = c.recv(65536)
-                if not b:
-                    break
-                got += b
+            got = recv_all(c)
             c.close()
         except OSError as e:
             print("FAIL connection %d to %s: %s" % (i, where, e))
@@ -236,29 +221,6 @@ async def reload_storm(where, total, size, pid, log):
           (total, len(errors) + len(bad), state["at"]))
     sys.exit(1 if errors or bad else 0)
 
-# TOTAL connections; once AT have ended, the file "half" says so and the
-# test starts the new relay; those from TOTAL / 2 on wait for the file
-# "go", made once it has taken over.
-async def replace_storm(where, total, size, at):
-    errors = []
-    state = dict(done=0, gate=total // 2)
-    async def switch():
-        while state["done"] < at:
-            await asyncio.sleep(0.005)
-        ready("half", str(state["done"]))
-        for _ in range(3000):
-            if os.path.exists("go"):
-                break
-            await asyncio.sleep(0.01)
-        else:
-            errors.append("no new relay within 30 s")
-        state["gate"] = 10**9
-    s = asyncio.ensure_future(switch())
-    bad = await gated(where, total, size, state, errors)
-    await s
-    print("%d connections, %d failed" % (total, len(errors) + len(bad)))
-    sys.exit(1 if errors or bad else 0)
-
 m, a = sys.argv[1], sys.argv[2:]
 if m == "echo":
     asyncio.run(echo(a[0], a[1], secs=170))
@@ -278,8 +240,8 @@ elif m == "scrape":
     scrape(*a)
 elif m == "reload_storm":
     asyncio.run(reload_storm(a[0], int(a[1]), int(a[2]), int(a[3]), a[4]))
-elif m == "replace_storm":
-    asyncio.run(replace_storm(a[0], int(a[1]), int(a[2]), int(a[3])))
+elif m == "handover":
+    asyncio.run(handover(a[0], int(a[1]), int(a[2]), int(a[3])))
 EOF
 peer() { timeout 60 python3 peers.py "$@"; }
 # ask LINE WHERE N WANT: N connections to WHERE, each answered "WANT"
@@ -618,7 +580,7 @@ cat >p.conf <<EOF
 127.0.0.1:$pA $echo
 EOF
 : >seen.echo
-timeout 120 python3 peers.py replace_storm 127.0.0.1:$pA 300 8192 100 >pstorm.out 2>pstorm.err &
+timeout 120 python3 peers.py handover 127.0.0.1:$pA 300 8192 100 >pstorm.out 2>pstorm.err &
 storm=$!; pids="$pids $storm"
 wait_for half . 60 || fail $LINENO "the storm did not get going: $(cat pstorm.err)"
 "$P" relay -v -j 2 --replace=$r1 --config=p.conf 2>p.log &

@@ -18,11 +18,7 @@ cli_cleanup() { for p in $pids; do kill "$p" 2>/dev/null; done; }
 
 cat > peer.py <<'EOF'
 import json, os, socket, struct, sys, threading, time
-
-def ready(path, text):
-    with open(path + ".tmp", "w") as f:
-        f.write(text + "\n")
-    os.rename(path + ".tmp", path)
+from relay_peers import ready
 
 def listener(where, portfile):
     if where.startswith("unix:"):

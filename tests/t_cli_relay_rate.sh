@@ -16,11 +16,7 @@ cli_cleanup() { for p in $pids; do kill "$p" 2>/dev/null; done; }
 
 cat > peer.py <<'EOF'
 import hashlib, os, socket, sys, threading, time
-
-def ready(path, text):
-    with open(path + ".tmp", "w") as f:
-        f.write(text + "\n")
-    os.rename(path + ".tmp", path)
+from relay_peers import ready
 
 def send_random(c, n, h):
     while n > 0:

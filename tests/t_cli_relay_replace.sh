@@ -29,31 +29,7 @@ count() { # FILE: its lines, 0 when it does not exist
 
 cat >peers.py <<'EOF'
 import asyncio, os, sys
-from relay_peers import echo, gated, one
-
-# total connections, 64 at a time. Once `at` have ended, the file "half"
-# says so and the test starts the new relay; the connections from
-# total / 2 on wait for the file "go", made once it serves.
-async def storm(where, total, size, at):
-    errors = []
-    state = dict(done=0, gate=total // 2)
-    async def switch():
-        while state["done"] < at:
-            await asyncio.sleep(0.005)
-        with open("half", "w") as f:
-            f.write("%d\n" % state["done"])
-        for _ in range(3000):
-            if os.path.exists("go"):
-                break
-            await asyncio.sleep(0.01)
-        else:
-            errors.append("no new relay within 30 s")
-        state["gate"] = 10**9
-    s = asyncio.ensure_future(switch())
-    bad = await gated(where, total, size, state, errors)
-    await s
-    print("%d connections, %d failed" % (total, len(errors) + len(bad)))
-    sys.exit(1 if errors or bad else 0)
+from relay_peers import echo, handover, one
 
 async def some(where, n, size):
     errors = []
@@ -82,7 +58,7 @@ if sys.argv[1] == "echo":
 elif sys.argv[1] == "slow":
     asyncio.run(slow(sys.argv[2], int(sys.argv[3]), float(sys.argv[4])))
 elif sys.argv[1] == "storm":
-    asyncio.run(storm(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])))
+    asyncio.run(handover(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])))
 else:
     asyncio.run(some(sys.argv[2], int(sys.argv[3]), int(sys.argv[4])))
 EOF

@@ -16,11 +16,7 @@ cli_cleanup() { for p in $pids; do kill "$p" 2>/dev/null; done; }
 
 cat > peer.py <<'EOF'
 import os, random, socket, sys, threading, time
-
-def ready(path, text):
-    with open(path + ".tmp", "w") as f:
-        f.write(text + "\n")
-    os.rename(path + ".tmp", path)
+from relay_peers import ready
 
 # A target named NAME: each connection's bytes come back after "NAME:",
 # once the client ended its stream; "hold" gets "NAME:" at once and the
