@@ -22,18 +22,21 @@ void cli_exit(int code)
 void cli_usage_error(const struct cli_cmd *cmd, const char *fmt, ...)
 {
 	va_list ap;
+	/* Said once: the next error (the option fuzzer goes on) is another's. */
+	const char *where = cli_usage_where;
 
+	cli_usage_where = NULL;
 	if (fmt) {
 		fputs(CLI_NAME ": ", stderr);
-		if (cli_usage_where)
-			fprintf(stderr, "%s: ", cli_usage_where);
+		if (where)
+			fprintf(stderr, "%s: ", where);
 		va_start(ap, fmt);
 		vfprintf(stderr, fmt, ap);
 		va_end(ap);
 		fputc('\n', stderr);
 	}
 	/* A file's error names its line: the help would not. */
-	if (cli_usage_where)
+	if (where)
 		;
 	else if (cmd)
 		fprintf(stderr, "Try '" CLI_NAME " %s --help' for more information.\n",

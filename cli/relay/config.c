@@ -28,6 +28,24 @@
 #define CONFIG_MAX (1 << 20)   /* bytes a file may have */
 #define WORDS_MAX 256          /* words a line may have */
 
+/* What config_read has made so far. A usage error leaves through
+ * cli_exit, which the option fuzzer turns into a longjmp: the next call
+ * frees what the last one left. */
+static struct {
+	struct relay *head, *x;
+	char *text;
+} partial;
+
+static void free_partial(void)
+{
+	if (partial.x)
+		free(partial.x->targets);
+	free(partial.x);
+	config_free(partial.head);
+	free(partial.text);
+	memset(&partial, 0, sizeof(partial));
+}
+
 /* The same address as an earlier line's LISTEN: the same socket file, or
  * the same address and port. Its line, or 0. */
 static int listen_seen(const struct relay *head, const struct relay *x)
@@ -69,6 +87,7 @@ static struct relay *listener(const struct cli_cmd *cmd, const struct relay *bas
 
 	if (!x)
 		cli_usage_error(cmd, "%s", strerror(ENOMEM));
+	partial.x = x;
 	*x = *base;
 	x->fork_lock = (pthread_rwlock_t)PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP;
 	pthread_mutex_init(&x->accept_failed.lock, NULL);
@@ -128,8 +147,10 @@ struct relay *config_read(const struct cli_cmd *cmd, const char *path,
 	struct relay *head = NULL, **tail = &head, *x;
 	int n = 0, argc, seen;
 
-	cli_usage_where = path;
-	text = read_text(cmd, path);
+	free_partial();
+	snprintf(where, sizeof(where), "%s", path);
+	cli_usage_where = where;
+	text = partial.text = read_text(cmd, path);
 	for (line = text; *line; line = end) {
 		end = strchrnul(line, '\n');
 		if (*end)
@@ -147,12 +168,16 @@ struct relay *config_read(const struct cli_cmd *cmd, const char *path,
 		x->line = n;
 		*tail = x;
 		tail = &x->next;
+		partial.head = head;
+		partial.x = NULL;
 	}
-	cli_usage_where = path;
+	snprintf(where, sizeof(where), "%s", path);
+	cli_usage_where = where;
 	if (!head)
 		cli_usage_error(cmd, "no listeners (want lines of LISTEN TARGET... [OPTION]...)");
 	cli_usage_where = NULL;
 	head->config_text = text;
+	memset(&partial, 0, sizeof(partial));
 	return head;
 }
 
