@@ -25,8 +25,11 @@
 # relay serves on, as it does for --replace=PID with a bad file.
 # --replace=PID with --config takes the listener a line names (no
 # connection of a storm refused) and binds the new one; PID drains and
-# exits, its listener no line names gone with it. Loopback only; every
-# wait and every peer is bounded.
+# exits, its listener no line names gone with it. A line that cannot
+# listen stops the relay, the socket files made removed; a line with port
+# 0 keeps its port across a reload; a --replace whose file drops a unix
+# listener removes its file. Loopback only; every wait and every peer is
+# bounded.
 [ -z "${BASH_VERSION:-}" ] && command -v bash >/dev/null && exec bash "$0" "$@"
 # The echo server, the storm's connections and their checks are
 # tests/relay_peers.py's; the example config is the source tree's.
@@ -479,6 +482,14 @@ printf '# nothing but comments\n\n   # and blanks\n\t\n' >empty.conf
 refuse $LINENO empty.conf \
 	"psplice: empty.conf: no listeners (want lines of LISTEN TARGET... [OPTION]...)" exact
 refuse $LINENO nofile.conf "psplice: nofile.conf: No such file or directory" exact
+# A line that cannot listen (the busy port) stops the relay before it
+# serves, and the socket file an earlier line made goes.
+printf 'unix:%s/good.sock %s\n127.0.0.1:%s %s\n' "$d" "$mB" $g "$mA" >busy.conf
+timeout 20 "$P" relay -j 1 --config=busy.conf 2>err; rc=$?
+rc_is $LINENO 1
+is $LINENO "psplice: busy.conf:2: cannot listen on '127.0.0.1:$g': Address already in use" \
+	"$(head -1 err)"
+[ -e good.sock ] && fail $LINENO "the socket file of line 1 is left"
 # Operands with --config: a usage error, nothing started.
 bad ok.conf 0 "# and nothing wrong"
 timeout 20 $(traced ops.trace) "$P" relay -v --config=ok.conf 127.0.0.1:$x $mA 2>err; rc=$?
@@ -598,5 +609,35 @@ is $LINENO refused "$(peer refused 127.0.0.1:$pC)"
 kill -TERM $r2
 wait $r2; rc=$?
 rc_is $LINENO 0
-sanitizer_free $LINENO r.log p.log def.log
+
+# A line with port 0 keeps across a reload the port it was given; a
+# --replace whose file drops a unix listener removes its socket file (a
+# relative one, the relay's) once it serves.
+printf '127.0.0.1:0 %s\nunix:z.sock %s\n' "$mA" "$mB" >z.conf
+"$P" relay -v -j 1 --config z.conf 2>z.log &
+z0=$!; pids="$pids $z0"
+wait_count z.log "listening on" 2 || fail $LINENO "$(cat z.log)"
+zp=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\),.*/\1/p' z.log | head -1)
+ino=$(peer holds $z0 127.0.0.1:$zp)
+kill -USR2 $z0
+wait_for z.log "serves in place" || fail $LINENO "no reload: $(cat z.log)"
+z1=$(served_by z.log 1)
+pids="$pids $z1"
+is $LINENO 2 "$(grep -c -F "listening on 127.0.0.1:$zp, forwarding to $mA" z.log)"
+is $LINENO "$ino" "$(peer holds $z1 127.0.0.1:$zp)"
+ask $LINENO 127.0.0.1:$zp 1 "A none"
+gone $z0 30 || fail $LINENO "relay $z0 did not end"
+printf '127.0.0.1:%s %s\n' $zp "$mC" >y.conf
+"$P" relay -v -j 1 --replace=$z1 --config y.conf 2>y.log &
+z2=$!; pids="$pids $z2"
+wait_for y.log "took over" || fail $LINENO "no takeover: $(cat y.log)"
+grep -q -x -F "psplice: relay: process $z1 listens on unix:z.sock too: not in y.conf, left to it to drain" y.log ||
+	fail $LINENO "$(cat y.log)"
+[ -e z.sock ] && fail $LINENO "the dropped unix listener's file is left"
+ask $LINENO 127.0.0.1:$zp 1 "C none"
+gone $z1 30 || fail $LINENO "relay $z1 did not end"
+kill -TERM $z2
+wait $z2; rc=$?
+rc_is $LINENO 0
+sanitizer_free $LINENO r.log p.log def.log z.log y.log
 exit 0

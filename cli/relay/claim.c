@@ -5,10 +5,12 @@
  * file), so that their queued clients are served, never refused. A line
  * none is bound to binds its own: a listener added to the file. A socket
  * no line takes is a listener removed from it: after a reload it is closed
- * here, and once this relay serves, a unix one's file is removed, so that
- * it serves nobody once the old relay has drained; after --replace it is
- * left to the relay replaced, which drains it. */
+ * here; after --replace it is left to the relay replaced, which drains it.
+ * Once this relay serves, the file of a unix one is removed either way, so
+ * that no client comes to it while the old relay drains. */
 #include <errno.h>
+#include <limits.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,10 +31,44 @@ struct pool {
 	bool reload;         /* passed by a reload; otherwise copied (--replace) */
 };
 
+/* The port of an IPv4 or IPv6 address, where it is: -1 for a unix one. */
+static in_port_t *port_of(struct sockaddr_storage *ss)
+{
+	if (ss->ss_family == AF_INET)
+		return &((struct sockaddr_in *)ss)->sin_port;
+	if (ss->ss_family == AF_INET6)
+		return &((struct sockaddr_in6 *)ss)->sin6_port;
+	return NULL;
+}
+
+/* The address line x takes sockets on: its LISTEN; for port 0 (any port)
+ * the port the socket on that address it was passed has, so that a
+ * reload keeps the port clients were given. */
+static void wanted(const struct relay *x, const struct pool *p,
+		   struct sockaddr_storage *want)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	in_port_t *port;
+	int k;
+
+	*want = x->listen.ss;
+	port = port_of(want);
+	for (k = 0; port && !*port && k < p->n; k++) {
+		len = sizeof(ss);
+		if (p->fds[k] < 0 || getsockname(p->fds[k], (struct sockaddr *)&ss, &len) < 0 ||
+		    ss.ss_family != want->ss_family)
+			continue;
+		*port = *port_of(&ss);
+		if (!listener_matches(want, false, p->pid, (struct sockaddr *)&ss, len))
+			*port = 0;
+	}
+}
+
 /* Line x's sockets from the pool, or its own. */
 static int claim_one(struct relay *x, struct pool *p)
 {
-	struct sockaddr_storage ss;
+	struct sockaddr_storage ss, want;
 	socklen_t len;
 	int k, n = 0, *mine = calloc((size_t)p->n + 1, sizeof(int)), rc;
 
@@ -40,10 +76,11 @@ static int claim_one(struct relay *x, struct pool *p)
 		cli_error(ENOMEM, "relay");
 		return -1;
 	}
+	wanted(x, p, &want);
 	for (k = 0; k < p->n; k++) {
 		len = sizeof(ss);
 		if (p->fds[k] >= 0 && getsockname(p->fds[k], (struct sockaddr *)&ss, &len) == 0 &&
-		    listener_matches(x, p->pid, (struct sockaddr *)&ss, len)) {
+		    listener_matches(&want, false, p->pid, (struct sockaddr *)&ss, len)) {
 			mine[n++] = p->fds[k];
 			p->fds[k] = -1;
 		}
@@ -56,19 +93,28 @@ static int claim_one(struct relay *x, struct pool *p)
 	return rc;
 }
 
-/* A unix socket file no line names, to remove once this relay serves. */
-static void forget_file(struct relay *head, const struct sockaddr_un *un)
+/* A unix socket file no line names, to remove once this relay serves: a
+ * path relative to the working directory of pid, which bound it, made
+ * whole while pid is there to ask. */
+static void forget_file(struct relay *head, pid_t pid, const struct sockaddr_un *un)
 {
-	char **more;
+	char cwd[PATH_MAX], link[64], **more;
+	ssize_t len = 0;
 	int n = 0;
 
+	if (un->sun_path[0] != '/') {
+		snprintf(link, sizeof(link), "/proc/%ld/cwd", (long)pid);
+		if ((len = readlink(link, cwd, sizeof(cwd) - 1)) < 0)
+			return;
+	}
 	while (head->gone && head->gone[n])
 		n++;
 	more = realloc(head->gone, (size_t)(n + 2) * sizeof(*more));
 	if (!more)
 		return;
 	head->gone = more;
-	more[n] = strdup(un->sun_path);
+	if (asprintf(&more[n], "%.*s%s%s", (int)len, cwd, len ? "/" : "", un->sun_path) < 0)
+		more[n] = NULL;
 	more[n + 1] = NULL;
 }
 
@@ -87,14 +133,13 @@ static void drop_rest(struct relay *head, struct pool *p)
 		if (getsockname(p->fds[k], (struct sockaddr *)&ss, &len) < 0)
 			len = 0;
 		addr_text((struct sockaddr *)&ss, len, text, sizeof(text));
-		if (!p->reload) {
-			cli_say("relay: process %ld listens on %s too: not taken, left to it",
-				(long)p->pid, text);
-		} else {
+		if (!p->reload)
+			cli_say("relay: process %ld listens on %s too: not in %s, left to it to "
+				"drain", (long)p->pid, text, head->config);
+		else
 			cli_say("relay: %s is not in %s any more: not served", text, head->config);
-			if (ss.ss_family == AF_UNIX && ((struct sockaddr_un *)&ss)->sun_path[0])
-				forget_file(head, (struct sockaddr_un *)&ss);
-		}
+		if (ss.ss_family == AF_UNIX && ((struct sockaddr_un *)&ss)->sun_path[0])
+			forget_file(head, p->pid, (struct sockaddr_un *)&ss);
 		close(p->fds[k]);
 	}
 }
@@ -119,8 +164,13 @@ int claim_listeners(struct relay *head)
 	} else if (head->replace_pid && replace_collect(head, &p.fds, &p.n) < 0) {
 		return -1;
 	}
+	/* Lines with a port first: one with port 0 takes what is left. */
 	for (x = head; x && rc == 0; x = x->next)
-		rc = claim_one(x, &p);
+		if (!port_of(&x->listen.ss) || *port_of(&x->listen.ss))
+			rc = claim_one(x, &p);
+	for (x = head; x && rc == 0; x = x->next)
+		if (port_of(&x->listen.ss) && !*port_of(&x->listen.ss))
+			rc = claim_one(x, &p);
 	drop_rest(head, &p);
 	free(p.fds);
 	return rc;

@@ -152,6 +152,16 @@ int bind_listeners(struct relay *r, struct worker *w)
 			getsockname(fd, (struct sockaddr *)&ss, &len);
 		w[i].listeners[0].fd = fd;
 	}
+	r->made_file = unix_sock;
 	return 0;
+}
+
+/* The relay will not serve: the socket files it made go, those it was
+ * passed or took stay. */
+void unlink_made(const struct relay *r)
+{
+	for (; r; r = r->next)
+		if (r->made_file)
+			unlink(((const struct sockaddr_un *)&r->listen.ss)->sun_path);
 }
 

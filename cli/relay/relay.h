@@ -144,6 +144,7 @@ struct relay {
 	bool reuseport;                  /* share the port with other processes */
 	bool shared;                     /* one set of listeners for all the workers */
 	bool inherited;                  /* LISTEN "-": the service manager's sockets */
+	bool made_file;                  /* its unix socket's file made here */
 	int nlisten;                     /* listeners each worker watches */
 	char **listen_names;             /* LISTEN_FDNAMES, one a listener; or NULL */
 	int unix_mode;                   /* a unix listener's mode; -1: the umask's */
@@ -321,6 +322,7 @@ void tune(const struct relay *r, int fd);
 /* net.c: the listeners, made or taken, before any worker starts. */
 int make_listeners(struct relay *r, struct worker *w);
 int bind_listeners(struct relay *r, struct worker *w);
+void unlink_made(const struct relay *r);
 void free_listeners(struct relay *r, struct worker *w);
 void listener_text(const struct relay *r, const struct worker *w, int k, char *buf,
 		   size_t size);
@@ -342,8 +344,8 @@ bool reload_ended(struct relay *r, pid_t pid, int fd);
 /* replace.c */
 int replace_take(struct relay *r, struct worker *w);
 int replace_collect(struct relay *r, int **fds, int *n);
-bool listener_matches(const struct relay *r, pid_t pid, const struct sockaddr *sa,
-		      socklen_t len);
+bool listener_matches(const struct sockaddr_storage *want, bool any, pid_t pid,
+		      const struct sockaddr *sa, socklen_t len);
 int replace_finish(struct relay *r);
 int replace_forward(pid_t child, pid_t serving);
 

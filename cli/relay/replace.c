@@ -198,17 +198,17 @@ static bool same_inet(const struct sockaddr *sa, const struct sockaddr *want)
 	       a6->sin6_scope_id == w6->sin6_scope_id;
 }
 
-/* Whether the listener sa, which process pid bound, is r's LISTEN: the
- * same address and port, or the same socket file. LISTEN "-" is every
+/* Whether the listener sa, which process pid bound, is want: the same
+ * address and port, or the same socket file; any (LISTEN "-"): every
  * listener. */
-bool listener_matches(const struct relay *r, pid_t pid, const struct sockaddr *sa,
-		      socklen_t len)
+bool listener_matches(const struct sockaddr_storage *ss, bool any, pid_t pid,
+		      const struct sockaddr *sa, socklen_t len)
 {
-	const struct sockaddr *want = (const struct sockaddr *)&r->listen.ss;
+	const struct sockaddr *want = (const struct sockaddr *)ss;
 
 	if (unreachable(pid, sa, len))
 		return false;
-	if (r->inherited)
+	if (any)
 		return true;
 	if (sa->sa_family != AF_UNIX)
 		return same_inet(sa, want);
@@ -271,7 +271,8 @@ static int consider(const struct relay *r, pid_t pid, struct taken *t, int fd)
 	for (i = 0; i < t->n; i++)
 		if (t->inos[i] == st.st_ino)
 			goto drop;
-	if (!r || listener_matches(r, pid, (struct sockaddr *)&ss, len))
+	if (!r ||
+	    listener_matches(&r->listen.ss, r->inherited, pid, (struct sockaddr *)&ss, len))
 		return keep(t, fd, st.st_ino) < 0 ? (close(fd), -1) : 0;
 	addr_text((struct sockaddr *)&ss, len, text, sizeof(text));
 	note_other(t, text);

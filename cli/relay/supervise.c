@@ -350,11 +350,10 @@ static int take_signals(void)
 	return signalfd(-1, &set, SFD_CLOEXEC);
 }
 
-/* Each listener's workers made ready, its line said with -v, and its
- * target checker started. */
+/* Each listener's workers made ready, its line said with -v. */
 static int prepare(struct relay *r)
 {
-	int i, err;
+	int i;
 
 	for (; r; r = r->next) {
 		for (i = 0; i < r->jobs; i++)
@@ -364,17 +363,19 @@ static int prepare(struct relay *r)
 			}
 		if (r->verbose)
 			relay_listening(r);
-		if ((err = checker_start(r)))
-			cli_error(err, "relay: cannot start the target checker");
 	}
 	return 0;
 }
 
-static void start_workers(const struct relay *r)
+/* Each listener's target checker and workers: nothing fails after them
+ * that would free what they use. */
+static void start_workers(struct relay *r)
 {
 	int i, err;
 
-	for (; r; r = r->next)
+	for (; r; r = r->next) {
+		if ((err = checker_start(r)))
+			cli_error(err, "relay: cannot start the target checker");
 		for (i = 0; i < r->jobs; i++) {
 			err = pthread_create(&r->w[i].thread, NULL, worker_main, &r->w[i]);
 			if (err) {
@@ -383,6 +384,7 @@ static void start_workers(const struct relay *r)
 				exit(1);
 			}
 		}
+	}
 }
 
 /* Every listener's workers ended: 1 when a listener was lost. */
@@ -408,17 +410,17 @@ static int serve(struct relay *r)
 
 	if ((r->config ? claim_listeners(r) : make_listeners(r, r->w)) < 0 ||
 	    metrics_listen(r) < 0)
-		return 1;
+		goto fail;
 	sfd = take_signals();
 	done = eventfd(0, EFD_CLOEXEC);
 	if (sfd < 0 || done < 0) {
 		cli_error(errno, "relay");
-		return 1;
+		goto fail;
 	}
 	for (x = r; x; x = x->next)
 		x->done_fd = done;
 	if (prepare(r) < 0 || metrics_start(r) < 0)
-		return 1;
+		goto fail;
 	start_workers(r);
 	/* The relay replaced must not be left serving alongside this one
 	 * unknowing, nor this one serve when the one that started it is
@@ -436,6 +438,10 @@ static int serve(struct relay *r)
 	if (r->verbose)
 		relay_stats(r);
 	return status;
+fail:
+	/* Nothing served: the socket files this process made go. */
+	unlink_made(r);
+	return 1;
 }
 
 int relay_run(struct relay *r)
