@@ -168,7 +168,8 @@ relay() {
 	"$P" relay -v -j 2 "$@" 2>"$log" &
 	rpid=$!; pids="$pids $rpid"
 	wait_for "$log" "listening on" || fail $LINENO "the relay did not start: $(cat "$log")"
-	rport=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\),.*/\1/p' "$log")
+	# Bytes, not characters: a target's path may be no UTF-8.
+	rport=$(LC_ALL=C sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\),.*/\1/p' "$log")
 	mport=$(sed -n 's|.*metrics on http://127\.0\.0\.1:\([0-9]*\)/metrics$|\1|p' "$log")
 	[ -n "$mport" ] || fail $LINENO "no metrics line: $(cat "$log")"
 }
@@ -193,10 +194,14 @@ down=$(port)
 
 # The down target first: the first connection fails there and goes on to
 # the echo server; with no checker, it stays down.
+# A third target, never tried, has a path that is not UTF-8: its label
+# holds U+FFFD for the byte, the exposition being UTF-8 throughout.
 relay m.log --metrics=127.0.0.1:0 --balance=first --check-interval=0 \
-	127.0.0.1:0 127.0.0.1:$down 127.0.0.1:$eport
+	127.0.0.1:0 127.0.0.1:$down 127.0.0.1:$eport "unix:$d/t$(printf '\377')x.sock"
 python3 peer.py get $mport >first || fail $LINENO "scrape failed"
 is $LINENO "# text/plain; version=0.0.4; charset=utf-8" "$(head -1 first)"
+grep -q -F "psplice_relay_target_up{target=\"unix:$d/t$(printf '\357\277\275')x.sock\"} 1" first ||
+	fail $LINENO "no U+FFFD label: $(grep target_up first)"
 
 # promtool's lint finds nothing to say of the exposition.
 if command -v promtool >/dev/null 2>&1; then

@@ -41,8 +41,8 @@ static void add(struct rec *r, const char *fmt, ...)
 
 /* The length of the valid UTF-8 sequence at s (n bytes left), 0 if there
  * is none: overlong forms, surrogates and code points past U+10FFFF are
- * not valid either. */
-static size_t utf8_len(const unsigned char *s, size_t n)
+ * not valid either. metrics.c's labels use it too. */
+size_t utf8_len(const unsigned char *s, size_t n)
 {
 	size_t len, i;
 	uint32_t cp;

@@ -28,16 +28,26 @@ static void one(FILE *f, const char *name, const char *type, const char *help, u
 }
 
 /* A label's value as the format quotes it: backslash, double quote and
- * line feed escaped (a unix socket's path may hold any of them). */
+ * line feed escaped (a unix socket's path may hold any of them), and each
+ * byte that is not UTF-8, which the format must be, as U+FFFD. */
 static void label(FILE *f, const char *s)
 {
-	for (; *s; s++) {
-		if (*s == '\\' || *s == '"')
-			fprintf(f, "\\%c", *s);
-		else if (*s == '\n')
+	const unsigned char *p = (const unsigned char *)s;
+	size_t n = strlen(s), k;
+
+	for (; n; p += k, n -= k) {
+		k = 1;
+		if (*p == '\\' || *p == '"')
+			fprintf(f, "\\%c", *p);
+		else if (*p == '\n')
 			fputs("\\n", f);
+		else if (*p < 0x80)
+			fputc(*p, f);
+		else if ((k = utf8_len(p, n)))
+			fwrite(p, 1, k, f);
 		else
-			fputc(*s, f);
+			fputs("\xef\xbf\xbd", f);
+		k = k ? k : 1;
 	}
 }
 
