@@ -1,8 +1,9 @@
 #!/bin/sh
 # psplice relay's addresses and listeners, as a user meets them: ports out
-# of range and port 0 as a target refused; UDP said to be UDP; ":PORT" to
-# listen on every IPv4 address (in a network namespace of its own); a second relay on the same
-# address refused unless --reuseport; a unix listener's mode, a stale socket
+# of range, port 0 as a target and a target given twice refused; UDP said
+# to be UDP; ":PORT" to listen on every IPv4 address (in a network
+# namespace of its own); a second relay on the same address refused
+# unless --reuseport; a unix listener's mode, a stale socket
 # file replaced and a live one kept; SIGHUP ends the relay like SIGTERM and
 # removes its socket file. Every wait is bounded.
 [ -z "${BASH_VERSION:-}" ] && command -v bash >/dev/null && exec bash "$0" "$@"
@@ -16,6 +17,16 @@ is $LINENO "psplice: invalid address '127.0.0.1:99999': port out of range (0 to 
 "$P" relay 127.0.0.1:0 127.0.0.1:0 2>err; rc=$?
 rc_is $LINENO 1
 is $LINENO "psplice: invalid address '127.0.0.1:0': port 0 is not a port to connect to" "$(head -1 err)"
+
+# A target given twice (its --metrics series twice: a scrape Prometheus
+# rejects) is refused, by its text or by its address.
+"$P" relay 127.0.0.1:0 127.0.0.1:80 unix:t.sock 127.0.0.1:80 2>err; rc=$?
+rc_is $LINENO 1
+is $LINENO "psplice: TARGET '127.0.0.1:80' is given twice: give each target once" "$(head -1 err)"
+"$P" relay 127.0.0.1:0 127.0.0.1:80 [::1]:80 127.000.0.1:80 2>err; rc=$?
+rc_is $LINENO 1
+is $LINENO "psplice: TARGET '127.000.0.1:80' is '127.0.0.1:80' again: give each target once" \
+	"$(head -1 err)"
 
 # UDP is said to be what it is, not a name that does not resolve.
 for a in udp:127.0.0.1:53 UDP6:[::1]:53; do

@@ -300,10 +300,24 @@ static void take_inherited(const struct cli_cmd *cmd, struct relay *r)
 }
 
 /* LISTEN and each TARGET. */
+/* The first of seen[0..i) at the address seen[i] is, or -1. A target
+ * given twice would have two series of the same name in --metrics, which
+ * makes a scrape fail. */
+static int same_target(const struct cli_addr *seen, int i)
+{
+	int k;
+
+	for (k = 0; k < i; k++)
+		if (seen[k].len == seen[i].len && !memcmp(&seen[k].ss, &seen[i].ss, seen[i].len))
+			return k;
+	return -1;
+}
+
 void relay_operands(const struct cli_cmd *cmd, int argc, char **argv, struct relay *r)
 {
+	struct cli_addr seen[MAX_TARGETS];
 	const char *why = NULL;
-	int i, n = argc - optind - 1;
+	int i, k, n = argc - optind - 1;
 
 	if (n < 1)
 		cli_usage_error(cmd, n ? "missing LISTEN and TARGET operands" :
@@ -321,10 +335,15 @@ void relay_operands(const struct cli_cmd *cmd, int argc, char **argv, struct rel
 	 * leaves nothing allocated behind it. */
 	for (i = 0; i < n; i++) {
 		const char *a = argv[optind + 1 + i];
-		struct cli_addr check;
 
-		if (cli_parse_addr(a, &check, false, &why) < 0)
+		if (cli_parse_addr(a, &seen[i], false, &why) < 0)
 			cli_usage_error(cmd, "invalid address %s: %s", cli_quote(a), why);
+		if ((k = same_target(seen, i)) >= 0 && !strcmp(a, seen[k].text))
+			cli_usage_error(cmd, "TARGET %s is given twice: give each target once",
+					cli_quote(a));
+		if (k >= 0)
+			cli_usage_error(cmd, "TARGET %s is %s again: give each target once",
+					cli_quote(a), cli_quote(seen[k].text));
 	}
 	r->targets = calloc((size_t)n, sizeof(*r->targets));
 	if (!r->targets)
