@@ -31,7 +31,7 @@ struct pool {
 	bool reload;         /* passed by a reload; otherwise copied (--replace) */
 };
 
-/* The port of an IPv4 or IPv6 address, where it is: -1 for a unix one. */
+/* The port of an IPv4 or IPv6 address, where it is; NULL for a unix one. */
 static in_port_t *port_of(struct sockaddr_storage *ss)
 {
 	if (ss->ss_family == AF_INET)
