@@ -162,6 +162,10 @@ ok "dd under psplice exec fails" sh -c 'psplice exec --min-size=0 -- dd if="$1" 
 ex=/usr/share/doc/psplice/examples
 ok "the systemd units are not in $ex" test -r "$ex/psplice-relay@.socket" -a \
 	-r "$ex/psplice-relay@.service"
+# The example config file, and the installed relay reads it as it is.
+ok "relay.conf is not in $ex" test -r "$ex/relay.conf"
+ok "psplice relay --check does not take $ex/relay.conf" sh -c \
+	'test "$(psplice relay --check --config="$1")" = "$1: 4 listeners"' - "$ex/relay.conf"
 if command -v man >/dev/null 2>&1; then
 	ok "man does not find psplice(1)" man -w 1 psplice
 	ok "man does not find psplice_copy(3)" man -w 3 psplice_copy
