@@ -4,7 +4,6 @@
  * scrape is not a snapshot taken at one instant, and a connection that
  * closes meanwhile may count in one metric and not yet in another. */
 #include <inttypes.h>
-#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,15 +65,35 @@ static void start(FILE *f, const struct relay *r, const char *name, bool more)
 	}
 }
 
-/* A counter of struct relay at offset, a series a listener. */
-static void each(FILE *f, struct relay *r, const char *name, const char *type,
-		 const char *help, size_t offset)
+/* The counters each has a series of, a listener each. */
+static uint64_t open_of(const struct relay *r)
+{
+	return atomic_load(&r->open);
+}
+
+static uint64_t total_of(const struct relay *r)
+{
+	return atomic_load(&r->total);
+}
+
+static uint64_t copied_of(const struct relay *r)
+{
+	return atomic_load(&r->copied);
+}
+
+static uint64_t paced_of(const struct relay *r)
+{
+	return atomic_load(&r->paced);
+}
+
+/* A counter, read by get, a series a listener. */
+static void each(FILE *f, const struct relay *r, const char *name, const char *type,
+		 const char *help, uint64_t (*get)(const struct relay *))
 {
 	head(f, name, type, help);
 	for (; r; r = r->next) {
 		start(f, r, name, false);
-		fprintf(f, " %" PRIu64 "\n",
-			(uint64_t)atomic_load((atomic_uint_fast64_t *)((char *)r + offset)));
+		fprintf(f, " %" PRIu64 "\n", get(r));
 	}
 }
 
@@ -101,19 +120,16 @@ static void directions(FILE *f, struct relay *first)
 
 static void process(FILE *f, struct relay *r)
 {
-	each(f, r, "connections_open", "gauge", "Client connections open now.",
-	     offsetof(struct relay, open));
-	each(f, r, "connections_total", "counter", "Client connections accepted.",
-	     offsetof(struct relay, total));
+	bool draining = atomic_load(&r->draining);
+
+	each(f, r, "connections_open", "gauge", "Client connections open now.", open_of);
+	each(f, r, "connections_total", "counter", "Client connections accepted.", total_of);
 	directions(f, r);
 	each(f, r, "bytes_copied_total", "counter",
-	     "Bytes delivered through user memory (read and write), not spliced.",
-	     offsetof(struct relay, copied));
+	     "Bytes delivered through user memory (read and write), not spliced.", copied_of);
 	each(f, r, "rate_waits_total", "counter",
-	     "Times a direction waited for --rate or --rate-total tokens.",
-	     offsetof(struct relay, paced));
-	one(f, "draining", "gauge", "1 once the relay stopped accepting and drains.",
-	    atomic_load(&r->draining));
+	     "Times a direction waited for --rate or --rate-total tokens.", paced_of);
+	one(f, "draining", "gauge", "1 once the relay stopped accepting and drains.", draining);
 }
 
 /* Each end but a whole stream's (fin), named as the JSON record names it;
