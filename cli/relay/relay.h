@@ -111,8 +111,9 @@ struct target {
 /* What every worker shares; the counters are summed by the stats line.
  * With --config, one for each line of the file, linked by next: each has
  * its own listeners, workers and counters. The first one also holds what
- * is the process's (the reload, --replace, --metrics, done_fd); the main
- * thread sets draining, cutting and handed_over in all of them. */
+ * is the process's: the reload, --replace, --metrics, and the flags
+ * draining, cutting, handed_over and listener_lost, which every worker
+ * reads there (r->first). */
 struct relay {
 	struct relay *next;              /* the next line's; NULL */
 	struct relay *first;             /* the first line's: the process's ids */

@@ -11,7 +11,6 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
-#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,14 +71,6 @@ static uint64_t open_conns(const struct relay *r)
 	return open;
 }
 
-/* Each listener's flag, which its workers read, set. */
-static void set_all(struct relay *r, size_t offset)
-{
-	for (; r; r = r->next)
-		atomic_store((atomic_bool *)((char *)r + offset), true);
-}
-#define SET_ALL(r, flag) set_all(r, offsetof(struct relay, flag))
-
 /* Whether every worker ended within CUT_WAIT_MS, on the monotonic clock
  * (a step of the wall clock neither cuts the wait short nor stretches it). */
 static bool workers_ended(const struct relay *r)
@@ -120,7 +111,7 @@ static _Noreturn void die_of(struct relay *r, int signo)
 	if (open)
 		cli_say("relay: stopping now: %" PRIu64 " connection%s cut", open,
 			open == 1 ? "" : "s");
-	SET_ALL(r, cutting);
+	atomic_store(&r->cutting, true);
 	wake_workers(r);
 	if (!workers_ended(r))
 		reset_all();
@@ -151,7 +142,7 @@ static void stop(struct relay *r, int signo)
 	for (x = r; x; x = x->next)
 		if (x->listen.ss.ss_family == AF_UNIX && !atomic_load(&r->handed_over))
 			unlink(((struct sockaddr_un *)&x->listen.ss)->sun_path);
-	SET_ALL(r, draining);
+	atomic_store(&r->draining, true);
 	wake_workers(r);
 }
 
@@ -189,7 +180,7 @@ static void handed_over(struct relay *r, pid_t pid, int signo)
 {
 	if (r->verbose)
 		cli_say("relay: process %ld serves in place of this one", (long)pid);
-	SET_ALL(r, handed_over);
+	atomic_store(&r->handed_over, true);
 	/* Scrapes go to the new relay, which listens beside this one. */
 	metrics_wake(r);
 	if (!atomic_load(&r->draining))
@@ -390,17 +381,16 @@ static void start_workers(struct relay *r)
 /* Every listener's workers ended: 1 when a listener was lost. */
 static int finish(struct relay *r)
 {
-	int i, status = 0;
+	struct relay *x;
+	int i;
 
-	for (; r; r = r->next) {
-		for (i = 0; i < r->jobs; i++)
-			pthread_join(r->w[i].thread, NULL);
-		if (atomic_load(&r->listener_lost))
-			status = 1;
-		checker_stop(r);
-		note_flush(&r->accept_failed, true);
+	for (x = r; x; x = x->next) {
+		for (i = 0; i < x->jobs; i++)
+			pthread_join(x->w[i].thread, NULL);
+		checker_stop(x);
+		note_flush(&x->accept_failed, true);
 	}
-	return status;
+	return atomic_load(&r->listener_lost) ? 1 : 0;
 }
 
 static int serve(struct relay *r)
@@ -427,7 +417,7 @@ static int serve(struct relay *r)
 	 * gone (stopped meanwhile): this one goes, the sockets left as
 	 * they are. */
 	if (reload_say_ready(r) < 0 || replace_finish(r) < 0) {
-		SET_ALL(r, handed_over);
+		atomic_store(&r->handed_over, true);
 		stop(r, SIGTERM);
 		status = 1;
 	} else {

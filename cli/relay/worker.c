@@ -91,7 +91,7 @@ static void accept_failed(struct worker *w, int err)
 {
 	/* Draining: another worker shut the shared listener down, which
 	 * wakes this one too; not an error to report. */
-	if (err == EINVAL && atomic_load(&w->r->draining)) {
+	if (err == EINVAL && atomic_load(&w->r->first->draining)) {
 		listener_on(w, false);
 		return;
 	}
@@ -101,7 +101,7 @@ static void accept_failed(struct worker *w, int err)
 	 * the relay stops, exiting 1. */
 	if (err == EINVAL) {
 		listener_on(w, false);
-		if (!atomic_exchange(&w->r->listener_lost, true)) {
+		if (!atomic_exchange(&w->r->first->listener_lost, true)) {
 			cli_error(EINVAL, "relay: the listening socket was shut down by "
 				  "another process; stopping");
 			kill(getpid(), SIGTERM);
@@ -227,7 +227,7 @@ static void close_listeners(struct worker *w)
 		if (!w->r->shared) {
 			close(l->fd);
 			l->fd = -1;
-		} else if (!w->r->inherited && !atomic_load(&w->r->handed_over) &&
+		} else if (!w->r->inherited && !atomic_load(&w->r->first->handed_over) &&
 			   w->r->listen.ss.ss_family != AF_UNIX) {
 			shutdown(l->fd, SHUT_RDWR);
 		}
@@ -249,7 +249,7 @@ static void start_drain(struct worker *w)
 		close_listeners(w);
 		w->drain_end = now_ms() + w->r->drain_ms;
 	}
-	if (atomic_load(&w->r->cutting))
+	if (atomic_load(&w->r->first->cutting))
 		w->drain_end = now_ms();
 	if (w->drain_end < w->next_check)
 		w->next_check = w->drain_end;
@@ -275,7 +275,7 @@ void *worker_main(void *arg)
 		now = now_ms();
 		if (w->drain_end != NEVER && now >= w->drain_end) {
 			/* One reason for every connection cut. */
-			int how = atomic_load(&w->r->cutting) ? END_STOP : END_DRAIN;
+			int how = atomic_load(&w->r->first->cutting) ? END_STOP : END_DRAIN;
 
 			while (w->head.next != &w->head)
 				conn_close(w, w->head.next, &(struct ending){ .how = how });
