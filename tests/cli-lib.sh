@@ -48,6 +48,22 @@ wait_for() {
 		sleep 0.1
 	done
 }
+# wait_count FILE PATTERN N: whether the file has N lines matching the
+# extended regular expression within 20 s
+wait_count() {
+	_i=0
+	while [ "$(grep -c -E "$2" "$1" 2>/dev/null)" != "$3" ]; do
+		_i=$((_i + 1))
+		[ $_i -le 200 ] || return 1
+		sleep 0.1
+	done
+}
+# served_by LOG NTH: the pid of the NTH relay that replaced the one whose
+# -v log is LOG (a reload or --replace), empty when there is none yet
+served_by() {
+	sed -n 's/.*relay: process \([0-9]*\) serves in place of this one.*/\1/p' "$1" |
+		sed -n "$2p"
+}
 # gone PID [SECONDS]: whether the process ended within the seconds (20
 # unless said)
 gone() {

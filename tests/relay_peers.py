@@ -17,8 +17,10 @@ once `at` connections have ended, the file "half" says so and the test
 starts the new relay; those from total / 2 on wait for the file "go",
 made once it serves. Prints the count failed, exits 1 on any.
 ready(path, text): text and a newline written to path whole (a rename).
-recv_all(sock): what a blocking socket reads until its end of stream."""
-import asyncio, os, sys
+recv_all(sock): what a blocking socket reads until its end of stream.
+serve_threads(s, serve, secs): each connection the listening socket s
+(with a timeout) accepts for secs seconds given to serve in a thread."""
+import asyncio, os, socket, sys, threading, time
 
 
 def ready(path, text):
@@ -34,6 +36,16 @@ def recv_all(c):
         if not b:
             return got
         got += b
+
+
+def serve_threads(s, serve, secs):
+    end = time.time() + secs
+    while time.time() < end:
+        try:
+            c, _ = s.accept()
+        except socket.timeout:
+            continue
+        threading.Thread(target=serve, args=(c,), daemon=True).start()
 
 
 def addr(s):

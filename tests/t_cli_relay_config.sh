@@ -45,15 +45,10 @@ cli_cleanup() {
 		kill "$p" 2>/dev/null
 	done
 }
-# The pid of the relay that replaced the one whose log is $1, the $2nd.
-served_by() { # LOG NTH
-	sed -n 's/.*relay: process \([0-9]*\) serves in place of this one.*/\1/p' "$1" |
-		sed -n "$2p"
-}
 
 cat >peers.py <<'EOF'
-import asyncio, os, re, signal, socket, struct, sys, threading, time
-from relay_peers import echo, gated, handover, one, ready, recv_all
+import asyncio, os, re, signal, socket, struct, sys, time
+from relay_peers import echo, gated, handover, one, ready, recv_all, serve_threads
 
 SIG2 = b"\r\n\r\n\x00\r\nQUIT\n"
 
@@ -82,13 +77,7 @@ def marker(name, portfile):
         except OSError:
             pass
         c.close()
-    end = time.time() + 170
-    while time.time() < end:
-        try:
-            c, _ = s.accept()
-        except socket.timeout:
-            continue
-        threading.Thread(target=serve, args=(c,), daemon=True).start()
+    serve_threads(s, serve, 170)
 
 # "127.0.0.1:PORT", "[::1]:PORT" or a unix socket's path.
 def connect(where, timeout=20):
@@ -251,15 +240,6 @@ peer() { timeout 60 python3 peers.py "$@"; }
 ask() {
 	peer ask "$2" "$3" >ask.out || fail "$1" "$(tail -1 ask.out)"
 	is "$1" "$(yes "$4" | head -n "$3" | tr '\n' '|')" "$(tr '\n' '|' <ask.out)"
-}
-# wait_count FILE PATTERN N: the file has N lines matching within 20 s
-wait_count() {
-	_i=0
-	while [ "$(grep -c -E "$2" "$1" 2>/dev/null)" != "$3" ]; do
-		_i=$((_i + 1))
-		[ $_i -le 200 ] || return 1
-		sleep 0.1
-	done
 }
 # ere TEXT: TEXT as an extended regular expression matching it alone
 ere() { printf '%s' "$1" | sed 's/[][\.*^$+?(){}|]/\\&/g'; }

@@ -16,7 +16,7 @@ cli_cleanup() { for p in $pids; do kill "$p" 2>/dev/null; done; }
 
 cat > peer.py <<'EOF'
 import hashlib, os, socket, sys, threading, time
-from relay_peers import ready
+from relay_peers import ready, serve_threads
 
 def send_random(c, n, h):
     while n > 0:
@@ -69,13 +69,7 @@ def target(portfile, log, back):
         with lock, open(log, "a") as f:
             f.write("%d %s %s %s %.3f\n" % (n, got.hexdigest()[:16],
                     sent.hexdigest()[:16], proxy, secs))
-    end = time.time() + 60
-    while time.time() < end:
-        try:
-            c, _ = s.accept()
-        except socket.timeout:
-            continue
-        threading.Thread(target=serve, args=(c,), daemon=True).start()
+    serve_threads(s, serve, 60)
 
 # What c receives to its end: its length, and its digest in h.
 def read_all(c, h):

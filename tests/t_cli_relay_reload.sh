@@ -20,11 +20,6 @@ cli_cleanup() {
 		kill "$p" 2>/dev/null
 	done
 }
-# The pid of the relay that the one with pid $2 started, from its log.
-served_by() { # LOG NTH
-	sed -n 's/.*relay: process \([0-9]*\) serves in place of this one.*/\1/p' "$1" |
-		sed -n "$2p"
-}
 
 cat >peers.py <<'EOF'
 import asyncio, os, re, signal, sys

@@ -76,15 +76,6 @@ mkfifo ready.fifo || fail $LINENO "cannot make a FIFO"
 printf '#!/bin/sh\nexec 9>&4 4<>"%s/ready.fifo"\nexec "%s/psplice.real" "$@"\n' "$d" "$d" \
 	>held.sh && chmod +x held.sh || fail $LINENO "cannot write the script"
 
-# count_lines FILE PATTERN N: whether FILE has N lines matching within 20 s
-count_lines() {
-	_i=0
-	while [ "$(grep -c -E "$2" "$1" 2>/dev/null)" != "$3" ]; do
-		_i=$((_i + 1))
-		[ $_i -le 200 ] || return 1
-		sleep 0.1
-	done
-}
 
 # takeover TAG LISTEN WHERE: the case on LISTEN, which clients reach at
 # WHERE (HOST:PORT or a unix socket's path).
@@ -97,7 +88,7 @@ takeover() {
 	cp held.sh psplice.tmp && mv psplice.tmp psplice || fail $LINENO "cannot put the script"
 	kill -USR2 $r0
 	# The reload's relay serves the listeners too, but has not said so.
-	count_lines $tag.log "listening on" 2 ||
+	wait_count $tag.log "listening on" 2 ||
 		fail $LINENO "the reload's relay did not start: $(cat $tag.log)"
 	c=$(pgrep -P $r0); pids="$pids $c"
 	[ -n "$c" ] || fail $LINENO "no reload child of $r0"

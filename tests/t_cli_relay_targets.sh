@@ -15,8 +15,8 @@ pids=
 cli_cleanup() { for p in $pids; do kill "$p" 2>/dev/null; done; }
 
 cat > peer.py <<'EOF'
-import os, random, socket, sys, threading, time
-from relay_peers import ready
+import os, random, socket, sys, time
+from relay_peers import ready, serve_threads
 
 # A target named NAME: each connection's bytes come back after "NAME:",
 # once the client ended its stream; "hold" gets "NAME:" at once and the
@@ -44,13 +44,7 @@ def server(name, portfile, port):
         except OSError:
             pass
         c.close()
-    end = time.time() + 60
-    while time.time() < end:
-        try:
-            c, _ = s.accept()
-        except socket.timeout:
-            continue
-        threading.Thread(target=serve, args=(c,), daemon=True).start()
+    serve_threads(s, serve, 60)
 
 # N connections one after the other, each with its own bytes: prints the
 # name of the target that answered each, or "FAIL why" and exits 1. A
