@@ -124,6 +124,10 @@ static void accept_one(struct worker *w, struct handle *l)
 	socklen_t len;
 	int i, fd;
 
+	/* Stopped accepting earlier in this batch of events (start_drain):
+	 * the listener's event is stale, and its fd may be closed. */
+	if (w->drain_end != NEVER)
+		return;
 	for (i = 0; i < ACCEPT_TRIES; i++) {
 		/* Others' connections may close: look again soon. */
 		if (!reserve_slot(w->r)) {
