@@ -57,7 +57,8 @@ fi
 # half-closes and checks that the same bytes come back. A free port is
 # one the kernel gave and took back: the activator binds it again.
 cat >peers.py <<'EOF'
-import os, socket, sys, threading, time
+import os, socket, sys, threading
+from relay_peers import ready, serve_threads
 
 def addr(s):
     if s.startswith("/"):
@@ -86,16 +87,8 @@ def echo(portfile):
     s.bind(("127.0.0.1", 0))
     s.listen(64)
     s.settimeout(1)
-    with open(portfile + ".tmp", "w") as f:
-        f.write("%d\n" % s.getsockname()[1])
-    os.rename(portfile + ".tmp", portfile)
-    end = time.time() + 60
-    while time.time() < end:
-        try:
-            c, _ = s.accept()
-        except socket.timeout:
-            continue
-        threading.Thread(target=echo_one, args=(c,), daemon=True).start()
+    ready(portfile, str(s.getsockname()[1]))
+    serve_threads(s, echo_one, 60)
 
 def client(where, size, errors):
     try:
@@ -225,6 +218,7 @@ kill $act; wait $act 2>/dev/null
 # comes between the two relays waits in the queue for the second.
 cat >manager.py <<'EOF'
 import os, signal, socket, subprocess, sys
+from relay_peers import recv_all
 P, target, log = sys.argv[1:4]
 l = socket.socket()
 l.bind(("127.0.0.1", 0))
@@ -246,12 +240,7 @@ def stop(r):
 def send(c, data):
     c.sendall(data)
     c.shutdown(socket.SHUT_WR)
-    back = b""
-    while True:
-        b = c.recv(65536)
-        if not b:
-            return back
-        back += b
+    return recv_all(c)
 
 first = relay()
 data = os.urandom(100000)
