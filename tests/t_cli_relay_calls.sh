@@ -17,9 +17,10 @@ N=100
 
 cat > "$t/peers.py" <<'EOF'
 import os, socket, sys
+from relay_peers import ready
 
 # The target: answers each connection's request with 1000 bytes and closes.
-def server(where, ready):
+def server(where, readyfile):
     if where.startswith("unix:"):
         s = socket.socket(socket.AF_UNIX)
         s.bind(where[5:])
@@ -30,9 +31,7 @@ def server(where, ready):
         text = "127.0.0.1:%d" % s.getsockname()[1]
     s.listen(128)
     s.settimeout(60)
-    with open(ready + ".tmp", "w") as f:
-        f.write(text + "\n")
-    os.rename(ready + ".tmp", ready)
+    ready(readyfile, text)
     while True:
         c, _ = s.accept()
         c.recv(100)

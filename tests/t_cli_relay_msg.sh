@@ -16,6 +16,7 @@ ended() { wait "$2"; rc=$?; rc_is "$1" "$3"; }
 
 cat > peer.py <<'EOF'
 import os, socket, sys, threading, time
+from relay_peers import ready
 
 def connect(addr, timeout=10):
     if addr.startswith("unix:"):
@@ -26,10 +27,6 @@ def connect(addr, timeout=10):
     host, port = addr.rsplit(":", 1)
     return socket.create_connection((host, int(port)), timeout=timeout)
 
-def ready(path, text="1"):
-    with open(path + ".tmp", "w") as f:
-        f.write(text + "\n")
-    os.rename(path + ".tmp", path)
 
 def echo_one(c):
     try:
@@ -94,7 +91,7 @@ def slow(addr, n, readyfile):
     c = connect(addr, 30)
     if not ping(c, b"hello"):
         sys.exit("no echo")
-    ready(readyfile)
+    ready(readyfile, "1")
     data = os.urandom(n)
     for i in range(0, n, 65536):
         if not ping(c, data[i:i + 65536]):
@@ -107,7 +104,7 @@ def hold(addr, readyfile):
     c = connect(addr, 30)
     if not ping(c, b"hello"):
         sys.exit("no echo")
-    ready(readyfile)
+    ready(readyfile, "1")
     try:
         while c.recv(100):
             pass
