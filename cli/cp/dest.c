@@ -223,6 +223,26 @@ int cp_existing(const struct cp_opts *o, const char *src, const struct cp_at *ds
 	return 1;
 }
 
+/* SOURCE, a symbolic link copied as a link (st its lstat), leads to DST
+ * itself: a link put in DST's place would point at its own name, and DST's
+ * data would be gone. Refused as the same file, as cp(1) refuses it; with
+ * -l, DST already is what the link leads to, so nothing is done. A DST that
+ * is itself a link holds no data, and --backup keeps DST under another
+ * name: both go on. 1: go on, 0: nothing to do, -1: refused. */
+static int link_onto_target(const struct cp_opts *o, const struct cp_at *src,
+			    const struct cp_at *dst, const struct stat *st)
+{
+	struct stat to, d;
+
+	if (!S_ISLNK(st->st_mode) || o->backup != CP_BACKUP_NONE ||
+	    fstatat(dst->dir, dst->name, &d, AT_SYMLINK_NOFOLLOW) < 0 || S_ISLNK(d.st_mode) ||
+	    fstatat(src->dir, src->name, &to, 0) < 0 || !cli_same_inode(&to, &d))
+		return 1;
+	if (o->link == CP_LINK_HARD)
+		return 0;
+	return cp_refuse_same(src->path, dst->path);
+}
+
 int cp_make_room(const struct cp_opts *o, const struct cp_at *src, const struct cp_at *dst,
 		 const struct stat *st, const char *what)
 {
@@ -232,6 +252,9 @@ int cp_make_room(const struct cp_opts *o, const struct cp_at *src, const struct 
 	/* Nothing there to ask about, keep or remove. */
 	if (dst->fresh)
 		return 1;
+	rc = link_onto_target(o, src, dst, st);
+	if (rc <= 0)
+		return rc;
 	rc = cp_existing(o, src->path, dst, st, false, &exists);
 	if (rc <= 0 || !exists)
 		return rc;
