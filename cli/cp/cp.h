@@ -12,6 +12,7 @@
  *   attr.c      keeps SOURCE's attributes; links.c its hard links
  *   wb.c        what was copied handed to write-behind
  *   parent.c    a path's directory
+ *   made.c      the copies this command made of its SOURCE operands
  * Calls go one way, down this list's towers: file.c calls data.c and
  * dest.c, which call sparse.c, wb.c and parent.c; tree.c calls names.c
  * and node.c; none calls back up. */
@@ -73,9 +74,15 @@ struct cp_at {
 /* --preserve=links: which copy each multiply-linked SOURCE inode got. */
 struct cp_links;
 
+/* The copies made of the SOURCE operands (made.c). */
+struct cp_made;
+
 /* The options, as cmd.c reads them from the command line. */
 struct cp_opts {
 	struct cp_links *links; /* --preserve=links */
+	/* SOURCE... DIRECTORY: the copies made so far of the operands,
+	 * which a later operand may not overwrite; else NULL. */
+	struct cp_made *made;
 	bool verbose;
 	enum cp_clobber clobber;
 	bool force;       /* -f: a DST that cannot be opened is replaced */
@@ -207,5 +214,17 @@ int cp_links_claim(struct cp_links *l, const struct stat *st, const char *dst, b
 void cp_links_made(struct cp_links *l, const struct stat *st, bool made);
 /* One more name of st's inode was linked to its copy. */
 void cp_links_seen(struct cp_links *l, const struct stat *st);
+
+struct cp_made *cp_made_new(void);
+void cp_made_free(struct cp_made *m);
+/* dst (its lstat) was made from the operand src, st its stat; -1: no
+ * memory. */
+int cp_made_add(struct cp_made *m, const struct stat *dst, const char *src,
+		const struct stat *st);
+/* Was dst (its lstat) made by this command? 0: no; 1: from another file
+ * than st's; 2: from st's file (an operand given twice, or another name of
+ * it); *src then names the operand it was made from. */
+int cp_made_by(const struct cp_made *m, const struct stat *dst, const struct stat *st,
+	       const char **src);
 
 #endif

@@ -172,13 +172,61 @@ static int remove_dest(const struct cp_at *dst)
 	return 1;
 }
 
+/* Are the paths a and b one directory entry: the same last name in the
+ * same directory ("a/f", "./a/f", "a//f")? */
+static bool same_entry(const char *a, const char *b)
+{
+	char *pa = cp_parent_of(a), *pb = cp_parent_of(b);
+	struct stat da, db;
+	bool same = pa && pb && !strcmp(last_name(a), last_name(b)) && stat(pa, &da) == 0 &&
+		    stat(pb, &db) == 0 && cli_same_inode(&da, &db);
+
+	free(pa);
+	free(pb);
+	return same;
+}
+
+/* DST is what an earlier SOURCE operand of this command made: the second
+ * of two SOURCEs of one name would overwrite the first's copy, and one
+ * written through a link the command made could land anywhere. Refused, as
+ * cp(1) refuses both. d: DST, not followed. */
+static int refuse_made(const char *src, const struct cp_at *dst, const struct stat *d,
+		       bool through)
+{
+	if (through && S_ISLNK(d->st_mode))
+		cli_error(0, "will not copy %s through just-created symlink %s", cli_quote(src),
+			  cli_quote(dst->path));
+	else
+		cli_error(0, "will not overwrite just-created %s with %s", cli_quote(dst->path),
+			  cli_quote(src));
+	return -1;
+}
+
+/* Was DST (ds, not followed) made by an earlier SOURCE operand? 0: no; 1
+ * or 2, cp_made_by's answer; -1 when src is that operand given again
+ * (`cp a ./a dir`), said, to be left out. A hard link of the first, in
+ * another directory or under another name, is another SOURCE, as in
+ * cp(1). */
+static int made_before(const struct cp_opts *o, const char *src, const struct stat *ds,
+		       const struct stat *st)
+{
+	const char *first = NULL;
+	int made = o->made ? cp_made_by(o->made, ds, st, &first) : 0;
+
+	if (made == 2 && o->backup == CP_BACKUP_NONE && same_entry(src, first)) {
+		cli_error(0, "warning: source file %s specified more than once", cli_quote(src));
+		return -1;
+	}
+	return made;
+}
+
 int cp_existing(const struct cp_opts *o, const char *src, const struct cp_at *dst,
 		const struct stat *st, bool through, bool *exists)
 {
 	struct stat ds, fs;
 	const struct stat *d = &ds;
 	bool dangling = false;
-	int answer;
+	int answer, made;
 
 	*exists = false;
 	/* Not there (or not reachable: making it will say why). */
@@ -198,9 +246,10 @@ int cp_existing(const struct cp_opts *o, const char *src, const struct cp_at *ds
 		if (!o->remove_dest || !other_name(src, dst, d))
 			return cp_refuse_same(src, dst->path);
 	}
-	if (o->clobber == CP_NO_CLOBBER)
+	if ((made = made_before(o, src, &ds, st)) < 0)
 		return 0;
-	if (o->update && timespec_cmp(&d->st_mtim, &st->st_mtim) >= 0)
+	if (o->clobber == CP_NO_CLOBBER ||
+	    (o->update && timespec_cmp(&d->st_mtim, &st->st_mtim) >= 0))
 		return 0;
 	if (S_ISDIR(d->st_mode)) {
 		cli_error(0, "cannot overwrite directory %s with non-directory",
@@ -209,6 +258,8 @@ int cp_existing(const struct cp_opts *o, const char *src, const struct cp_at *ds
 	}
 	if (o->clobber == CP_INTERACTIVE && (answer = ask(o, dst, d)) <= 0)
 		return answer;
+	if (made)
+		return refuse_made(src, dst, &ds, through && !o->remove_dest);
 	if (o->backup != CP_BACKUP_NONE)
 		return backup(o, dst) < 0 ? -1 : 1;
 	/* cp(1) will not create a file where a link points to nothing: the

@@ -127,14 +127,36 @@ static void strip_slashes(char *path)
 		path[--len] = '\0';
 }
 
+/* The copy of one SOURCE operand made at dst: remembered, so that a
+ * later operand does not overwrite it. A directory is not: directories of
+ * one name merge, as in cp(1). */
+static int remember(const struct cp_opts *o, const char *src, const char *dst)
+{
+	struct stat s, d;
+
+	if (lstat(dst, &d) < 0 || S_ISDIR(d.st_mode) ||
+	    (o->deref == CP_DEREF_NEVER ? lstat(src, &s) : stat(src, &s)) < 0)
+		return 0;
+	if (cp_made_add(o->made, &d, src, &s) < 0) {
+		cli_error(ENOMEM, "cannot copy %s", cli_quote(src));
+		return -1;
+	}
+	return 0;
+}
+
 /* Each SOURCE into dir: under its name, or its whole path with --parents.
  * Only here are SOURCEs stripped of trailing slashes, as cp(1) strips them
  * (SOURCE DEST keeps them). */
-static int cp_into(const struct cp_opts *o, char **srcs, int n, const char *dir)
+static int cp_into(const struct cp_opts *opts, char **srcs, int n, const char *dir)
 {
+	struct cp_opts with = *opts, *o = &with;
 	char *dst;
-	int i, rc = 0;
+	int i, made, rc = 0;
 
+	if (n > 1 && !(with.made = cp_made_new())) {
+		cli_error(ENOMEM, "cannot copy");
+		return -1;
+	}
 	for (i = 0; i < n; i++) {
 		if (o->strip_slashes)
 			strip_slashes(srcs[i]);
@@ -145,10 +167,12 @@ static int cp_into(const struct cp_opts *o, char **srcs, int n, const char *dir)
 			rc = -1;
 			continue;
 		}
-		if (cp_top(o, srcs[i], dst) < 0)
+		made = cp_top(o, srcs[i], dst);
+		if (made < 0 || (made > 0 && o->made && remember(o, srcs[i], dst) < 0))
 			rc = -1;
 		free(dst);
 	}
+	cp_made_free(with.made);
 	return rc;
 }
 
