@@ -8,6 +8,9 @@
 # one that passed without counting (check-abi) one pass.
 # MAKE is the make that called us; the parts are its targets.
 make=${MAKE:-make}
+# The project's own check builds with -Werror (a plain make does not).
+WERROR=${WERROR--Werror}
+export WERROR
 log=$(mktemp)
 trap 'rm -f "$log" "$log.rc"' EXIT
 total_p=0 total_f=0 total_s=0 failed_parts=
