@@ -91,9 +91,12 @@ static int create(const char *path)
  * with another file; -1 when FIEMAP fails. */
 static int shared_extents(int fd, uint64_t off, uint64_t len, bool *all)
 {
-	struct {
+	/* The header and room for NEXT extents after it: a struct with a
+	 * flexible array member may not be a field before another (a GNU
+	 * extension that clang warns of). */
+	union {
 		struct fiemap m;
-		struct fiemap_extent e[NEXT];
+		char room[sizeof(struct fiemap) + NEXT * sizeof(struct fiemap_extent)];
 	} f;
 	uint64_t end = off + len;
 	int n = 0;
@@ -110,7 +113,7 @@ static int shared_extents(int fd, uint64_t off, uint64_t len, bool *all)
 		if (!f.m.fm_mapped_extents)
 			break;
 		for (unsigned int i = 0; i < f.m.fm_mapped_extents; i++) {
-			const struct fiemap_extent *e = &f.e[i];
+			const struct fiemap_extent *e = &f.m.fm_extents[i];
 
 			if (!(e->fe_flags & FIEMAP_EXTENT_SHARED))
 				*all = false;
