@@ -1,6 +1,7 @@
 /* psplice relay: the end of a connection. Its sockets closed, gently or
  * with a reset when the relay cut the streams, its record written, its
- * slot and its target given back. The worker, a connection and the PROXY
+ * slot and its target given back; and the watch of its fds, which ends it
+ * when they cannot be watched. The worker, a connection and the PROXY
  * reader end one here; it calls nothing above it. */
 #include <errno.h>
 #include <stdlib.h>
@@ -40,7 +41,8 @@ static void close_reset(int fd)
  * so that it knows not all of it arrived. A peer's error cuts what the
  * other side sends or awaits; the drain timeout and a second stop signal
  * cut connections still moving (one idle at that moment may be between
- * two bursts). An idle timeout that drops nothing ends streams that were
+ * two bursts), and so does the relay's own failure (a socket it cannot
+ * watch). An idle timeout that drops nothing ends streams that were
  * quiet for the whole timeout, as a server's own idle close does: an end
  * of stream (FIN). */
 static bool cuts(const struct conn *c, const struct ending *e)
@@ -52,6 +54,7 @@ static bool cuts(const struct conn *c, const struct ending *e)
 	case END_CLOSED:
 	case END_ERROR:
 	case END_DRAIN:
+	case END_SETUP:
 	case END_STOP: return true;
 	case END_IDLE: return c->d[0].pending || c->d[1].pending;
 	default: return false;
@@ -96,4 +99,17 @@ void conn_close(struct worker *w, struct conn *c, const struct ending *e)
 	/* A slot is free again: this worker may take the next client. */
 	if (w->paused && w->drain_end == NEVER)
 		listener_on(w, true);
+}
+
+/* Each fd of c watched for what c waits for now. One that cannot be (the
+ * relay's user out of epoll watches) would never wake c again: its fds
+ * and slot held, its peers' bytes unread, a stop waiting the whole drain
+ * timeout. c ends at once: the relay's failure, not a target's. */
+void conn_watch(struct worker *w, struct conn *c)
+{
+	int err = update_interest(w, c);
+
+	if (err < 0)
+		conn_close(w, c, &(struct ending){ .how = END_SETUP, .side = SIDE_RELAY,
+						   .err = -err });
 }

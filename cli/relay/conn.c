@@ -78,7 +78,7 @@ static void send_header(struct worker *w, struct conn *c)
 		conn_close(w, c, &(struct ending){ .how = END_ERROR, .side = SIDE_TARGET,
 						   .err = -s });
 	else if (s > 0)
-		update_interest(w, c);
+		conn_watch(w, c);
 	else
 		flowing(w, c);
 }
@@ -152,7 +152,7 @@ void try_connect(struct worker *w, struct conn *c)
 		connect_failed(w, c, errno);
 		return;
 	}
-	update_interest(w, c);
+	conn_watch(w, c);
 }
 
 /* Connect c to the next target --balance picks, with a connect timeout
@@ -405,7 +405,7 @@ static void settle(struct worker *w, struct conn *c)
 		conn_close(w, c, &(struct ending){ .how = END_FIN, .side = c->first_fin });
 		return;
 	}
-	update_interest(w, c);
+	conn_watch(w, c);
 }
 
 void conn_event(struct worker *w, struct conn *c, struct handle *h, uint32_t events)

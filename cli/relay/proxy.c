@@ -44,7 +44,7 @@ void proxy_start(struct worker *w, struct conn *c)
 	c->deadline = now_ms() + PROXY_WAIT_MS;
 	if (c->deadline < w->next_check)
 		w->next_check = c->deadline;
-	update_interest(w, c);
+	conn_watch(w, c);
 }
 
 static void drop(struct worker *w, struct conn *c, int err)

@@ -21,7 +21,8 @@
  *   conn.c       one connection's state machine: connect, the two pairs
  *   proxy.c      the PROXY protocol on a connection (proxy_hdr.c: its
  *                header, parsed and written)
- *   close.c      the end of a connection: its close or reset, its record
+ *   close.c      the end of a connection: its close or reset, its record;
+ *                its watch, ended when its fds cannot be watched
  *   targets.c    which TARGET, failover, the health checks
  *   log.c        the records and lines a connection leaves
  *   rate.c       the token buckets of --rate and --rate-total
@@ -219,7 +220,8 @@ enum end_how {
 	END_IDLE,        /* --idle-timeout */
 	END_DRAIN,       /* --drain-timeout after a stop signal */
 	END_CONNECT,     /* TARGET could not be reached */
-	END_SETUP,       /* the pairs could not be prepared */
+	END_SETUP,       /* the pairs could not be prepared, or a socket
+	                    watched (the relay's resources) */
 	END_PROXY,       /* --accept-proxy: no valid header in time */
 	END_STOP         /* a second stop signal */
 };
@@ -357,9 +359,10 @@ int worker_init(struct relay *r, struct worker *w);
 void *worker_main(void *arg);
 
 /* watch.c: what the worker's epoll set waits for: h's events (0: out of
- * the set), a connection's from its state, the listeners on or off. */
-void set_events(struct worker *w, struct handle *h, uint32_t events);
-void update_interest(struct worker *w, struct conn *c);
+ * the set), a connection's from its state, the listeners on or off; each
+ * -errno when epoll_ctl fails. */
+int set_events(struct worker *w, struct handle *h, uint32_t events);
+int update_interest(struct worker *w, struct conn *c);
 void unwatch(struct worker *w, struct handle *h);
 struct handle *event_handle(uint64_t data);
 bool closing_keeps(struct worker *w);
@@ -367,10 +370,13 @@ void closing_begin(struct worker *w, struct handle *a, struct handle *b, bool ke
 void closing_end(struct worker *w);
 struct conn *conn_alloc(struct worker *w);
 void conn_bury(struct worker *w, bool all);
-void listener_on(struct worker *w, bool on);
+int listener_on(struct worker *w, bool on);
 
-/* close.c: the end of a connection, its record and its reset or close. */
+/* close.c: the end of a connection, its record and its reset or close;
+ * conn_watch: its fds watched for what it waits for, or its end when one
+ * cannot be. */
 void conn_close(struct worker *w, struct conn *c, const struct ending *e);
+void conn_watch(struct worker *w, struct conn *c);
 
 /* conn.c */
 void conn_open(struct worker *w, int cfd, const struct sockaddr *sa, socklen_t len);

@@ -2,6 +2,7 @@
  * wait for what its directions wait for, a listener for connections while
  * the worker takes them. The floor under the worker, its connections and
  * the PROXY reader: it calls nothing of the relay. */
+#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,7 +31,12 @@ struct handle *event_handle(uint64_t data)
 	return (uint16_t)(data >> GEN_SHIFT) == h->gen ? h : NULL;
 }
 
-void set_events(struct worker *w, struct handle *h, uint32_t events)
+/* 0, or epoll_ctl's -errno, h's events then left as they were: an add
+ * fails with ENOSPC when the relay's user is out of epoll watches
+ * (fs.epoll.max_user_watches), or ENOMEM. Nothing would ever wake what the
+ * handle waits for: the caller ends it, or tries again. A delete that
+ * fails (the fd was not in the set) leaves nothing watched either: 0. */
+int set_events(struct worker *w, struct handle *h, uint32_t events)
 {
 	struct epoll_event ev = { .events = events,
 				  .data.u64 = (uint64_t)(uintptr_t)h | (uint64_t)h->gen << GEN_SHIFT };
@@ -39,12 +45,14 @@ void set_events(struct worker *w, struct handle *h, uint32_t events)
 	/* Memory epoll's data cannot name (see fits) is never registered:
 	 * for a listener, worker_init says so. */
 	if (events == h->events || !fits(h))
-		return;
+		return 0;
 	/* An fd nobody waits on is taken out of the set: a hangup on it would
 	 * otherwise be reported again and again (EPOLLHUP cannot be masked). */
 	op = !events ? EPOLL_CTL_DEL : h->events ? EPOLL_CTL_MOD : EPOLL_CTL_ADD;
-	if (epoll_ctl(w->ep, op, h->fd, &ev) == 0 || op == EPOLL_CTL_DEL)
-		h->events = events;
+	if (epoll_ctl(w->ep, op, h->fd, &ev) < 0 && op != EPOLL_CTL_DEL)
+		return -errno;
+	h->events = events;
+	return 0;
 }
 
 /* Out of the epoll set. */
@@ -97,23 +105,20 @@ void closing_end(struct worker *w)
 	pthread_rwlock_unlock(&w->r->fork_lock);
 }
 
-/* Each fd waits for what the directions using it wait for, nothing else. */
-void update_interest(struct worker *w, struct conn *c)
+/* Each fd waits for what the directions using it wait for, nothing else.
+ * 0, or set_events's error for the first fd that cannot be watched. */
+int update_interest(struct worker *w, struct conn *c)
 {
 	uint32_t ev[2] = { 0, 0 };   /* client, target */
-	int i;
+	int i, err;
 
 	/* Edge-triggered: a header half there stays readable, and each
 	 * arrival is what is worth another look. */
-	if (c->awaiting) {
-		set_events(w, &c->client, EPOLLIN | EPOLLRDHUP | EPOLLET);
-		return;
-	}
-	if (c->connecting) {
-		/* A socket between two connect attempts has nothing to say. */
-		set_events(w, &c->target, c->retry_at ? 0 : EPOLLOUT);
-		return;
-	}
+	if (c->awaiting)
+		return set_events(w, &c->client, EPOLLIN | EPOLLRDHUP | EPOLLET);
+	/* A socket between two connect attempts has nothing to say. */
+	if (c->connecting)
+		return set_events(w, &c->target, c->retry_at ? 0 : EPOLLOUT);
 	for (i = 0; i < 2; i++) {
 		struct dir *d = &c->d[i];
 
@@ -125,23 +130,30 @@ void update_interest(struct worker *w, struct conn *c)
 	/* --send-proxy*: the rest of the header, before either direction. */
 	if (c->hdr_off < c->hdr_len)
 		ev[1] |= EPOLLOUT;
-	set_events(w, &c->client, ev[0]);
-	set_events(w, &c->target, ev[1]);
+	err = set_events(w, &c->client, ev[0]);
+	return err < 0 ? err : set_events(w, &c->target, ev[1]);
 }
 
-void listener_on(struct worker *w, bool on)
+/* 0, or the error of a listener that could not be watched again: the
+ * worker then stays paused, and its next sweep, RETRY_MS from now at the
+ * latest, tries again (the ones that could be are watched meanwhile). */
+int listener_on(struct worker *w, bool on)
 {
 	/* EPOLLEXCLUSIVE: a shared listener wakes one worker, not all. */
 	uint32_t ev = EPOLLIN | (w->r->shared ? EPOLLEXCLUSIVE : 0);
-	int i;
+	int i, e, err = 0;
 
 	/* Closed at the drain: nothing to turn on or off any more. */
 	if (w->listeners[0].fd < 0)
-		return;
+		return 0;
 	/* EPOLLEXCLUSIVE cannot be modified, only added and deleted. */
 	for (i = 0; i < w->r->nlisten; i++)
-		set_events(w, &w->listeners[i], on ? ev : 0);
-	w->paused = !on;
+		if ((e = set_events(w, &w->listeners[i], on ? ev : 0)) < 0 && !err)
+			err = e;
+	w->paused = !on || err < 0;
+	if (err < 0 && now_ms() + RETRY_MS < w->next_check)
+		w->next_check = now_ms() + RETRY_MS;
+	return err;
 }
 
 /* A connection's memory: one closed before and kept, its handles' gens as

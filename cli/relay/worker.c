@@ -78,6 +78,23 @@ void note_flush(struct note *n, bool final)
 	pthread_mutex_unlock(&n->lock);
 }
 
+/* A listener that could not be watched again after a pause (the relay's
+ * user out of epoll watches): said as accept's errors are, once, then
+ * with how often. The worker stays paused and tries again. */
+static struct note rewatch = { .lock = PTHREAD_MUTEX_INITIALIZER,
+			       .what = "cannot watch the listener" };
+
+/* Listeners back on, said when they cannot be. */
+static void resume(struct worker *w)
+{
+	int err = listener_on(w, true);
+
+	if (err < 0)
+		note_error(&rewatch, -err);
+	else
+		note_flush(&rewatch, false);
+}
+
 /* Listeners off for a while: accept again at the next sweep. */
 static void pause_for_retry(struct worker *w)
 {
@@ -209,7 +226,7 @@ static void sweep(struct worker *w)
 	if (w->r->rate_total.bps)
 		rotate(w);
 	if (w->paused && w->drain_end == NEVER) {
-		listener_on(w, true);
+		resume(w);
 		if (now + RETRY_MS < next)
 			next = now + RETRY_MS;
 	}
@@ -306,6 +323,7 @@ void *worker_main(void *arg)
 		conn_bury(w, false);
 	}
 	conn_bury(w, true);
+	note_flush(&rewatch, true);
 	if (write(w->r->done_fd, &one, sizeof(one)) < 0)
 		cli_error(errno, "relay: eventfd");
 	return NULL;
