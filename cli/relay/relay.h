@@ -282,6 +282,20 @@ static inline int64_t now_ms(void)
 	return cli_now_ns() / 1000000;
 }
 
+#define WAIT_MAX_MS 3600000  /* the longest wait epoll_wait or poll is given */
+
+/* The timeout of a wait for at (ms; NEVER: -1, none). An int holds 24.8
+ * days of ms: a later deadline (--idle-timeout=3000000) cast to one would
+ * wrap, a negative timeout waiting for ever. It is waited for in parts. */
+static inline int wait_ms(int64_t at, int64_t now)
+{
+	if (at == NEVER)
+		return -1;
+	if (at <= now)
+		return 0;
+	return at - now < WAIT_MAX_MS ? (int)(at - now) : WAIT_MAX_MS;
+}
+
 /* options.c: the options into r and o, from a command line; from a config
  * line (o NULL), which takes those of a listener alone. Then LISTEN and
  * the TARGETs, at optind. Any error is a usage error. */

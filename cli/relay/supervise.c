@@ -301,7 +301,7 @@ static void supervise(struct relay *r, int sfd)
 			next_stats = now + r->stats_ms;
 		}
 		p[2].fd = re.fd;
-		if (poll(p, 3, next_stats == NEVER ? -1 : (int)(next_stats - now)) < 0)
+		if (poll(p, 3, wait_ms(next_stats, now)) < 0)
 			continue;
 		if ((p[1].revents & POLLIN) && read(r->done_fd, &v, sizeof(v)) == sizeof(v))
 			running -= (int)v;

@@ -168,7 +168,7 @@ static void probe(struct relay *r)
 		n += p[n].fd >= 0;
 	}
 	for (left = n; left > 0 && now_ms() < end;) {
-		if (poll(p, (nfds_t)n, (int)(end - now_ms())) <= 0)
+		if (poll(p, (nfds_t)n, wait_ms(end, now_ms())) <= 0)
 			continue;
 		for (i = 0; i < n; i++) {
 			if (p[i].fd < 0 || !p[i].revents)

@@ -290,7 +290,7 @@ void *worker_main(void *arg)
 	struct epoll_event ev[64];
 	int64_t now;
 	uint64_t one = 1;
-	int n, i, timeout;
+	int n, i;
 
 	while (w->drain_end == NEVER || w->nconns) {
 		now = now_ms();
@@ -304,9 +304,7 @@ void *worker_main(void *arg)
 		}
 		if (now >= w->next_check)
 			sweep(w);
-		timeout = w->next_check == NEVER ? -1 :
-			  (int)(w->next_check - now > 0 ? w->next_check - now : 0);
-		n = epoll_wait(w->ep, ev, 64, timeout);
+		n = epoll_wait(w->ep, ev, 64, wait_ms(w->next_check, now));
 		for (i = 0; i < n; i++) {
 			struct handle *h = event_handle(ev[i].data.u64);
 
