@@ -1,14 +1,72 @@
 #!/bin/sh
-# psplice relay's long deadlines: past the 24.8 days of milliseconds an
-# int holds (--idle-timeout, --stats-interval, --drain-timeout of 3000000)
-# they are waited for in bounded parts: strace sees no negative timeout
-# (one waits for ever) in the worker's epoll_wait and the main thread's
-# poll; the connection stays open, and the relay answers SIGUSR1 and
-# stops. Every wait is bounded.
+# psplice relay's SEC and count options, and its long deadlines. Every
+# value is a usage error or has a documented meaning: seconds are decimal
+# digits to the millisecond, from 0.001 to 1000000000; nothing rounds to 0
+# (--idle-timeout=0.0004 was "never"); hexadecimal and exponents ("0x10",
+# "1e9", which strtod takes) and signs are refused; 0 is what each option
+# says, and --connect-timeout refuses it (every connect "timed out"). A
+# count takes digits alone ("--max-conns= -1" wrapped to no limit).
+# Deadlines past the 24.8 days of milliseconds an int holds
+# (--idle-timeout, --stats-interval, --drain-timeout of 3000000) are
+# waited for in bounded parts: strace sees no negative timeout (one waits
+# for ever) in the worker's epoll_wait and the main thread's poll; the
+# connection stays open, and the relay answers SIGUSR1 and stops. Every
+# wait is bounded.
 [ -z "${BASH_VERSION:-}" ] && command -v bash >/dev/null && exec bash "$0" "$@"
 name=t_cli_relay_values; . "$(dirname "$0")/cli-lib.sh"
 pids=
 cli_cleanup() { for p in $pids; do kill "$p" 2>/dev/null; done; }
+
+# refused LINE OPTION VALUE [ZERO]: a usage error naming the range, and
+# what 0 means when it means something.
+refused() {
+	"$P" relay --check "$2=$3" 127.0.0.1:0 127.0.0.1:9 2>err; rc=$?
+	rc_is "$1" 1
+	is "$1" "psplice: invalid $2 '$3' (want seconds from 0.001 to 1000000000, to the millisecond${4:+, or 0: $4})" \
+		"$(head -1 err)"
+}
+# accepted LINE OPTION...
+accepted() {
+	l=$1; shift
+	"$P" relay --check "$@" 127.0.0.1:0 127.0.0.1:9 2>err; rc=$?
+	rc_is "$l" 0
+	err_is "$l"
+}
+
+for v in 0x10 1e9 1E3 0.0004 0.0001 1.0000 -1 +1 ' 5' '5 ' 5. . '' inf nan 1,5 \
+	1000000001 99999999999999999999; do
+	refused $LINENO --idle-timeout "$v" never
+	refused $LINENO --drain-timeout "$v" "cut at once"
+	refused $LINENO --stats-interval "$v" never
+	refused $LINENO --check-interval "$v" "no probes"
+	refused $LINENO --connect-timeout "$v"
+done
+for v in 0 0.000 0.0001; do
+	refused $LINENO --connect-timeout "$v"
+done
+for v in 0 0.000 0.001 .5 1.250 30 1000000000 000000000001; do
+	accepted $LINENO --idle-timeout="$v" --drain-timeout="$v" --stats-interval="$v" \
+		--check-interval="$v"
+done
+for v in 0.001 .5 10 1000000000; do
+	accepted $LINENO --connect-timeout="$v"
+done
+# A config line's, with its place.
+echo "127.0.0.1:0 127.0.0.1:9 --idle-timeout=0.0004" >bad.conf
+"$P" relay --check --config=bad.conf 2>err; rc=$?
+rc_is $LINENO 1
+is $LINENO "psplice: bad.conf:1: invalid --idle-timeout '0.0004' (want seconds from 0.001 to 1000000000, to the millisecond, or 0: never)" \
+	"$(head -1 err)"
+
+# Counts: digits alone.
+for v in ' -1' -1 +1 ' 5' 0x10 1e3 '' 18446744073709551616; do
+	"$P" relay --check --max-conns="$v" 127.0.0.1:0 127.0.0.1:9 2>err; rc=$?
+	rc_is $LINENO 1
+	is $LINENO "psplice: invalid --max-conns '$v' (want a count in decimal digits)" "$(head -1 err)"
+done
+for v in 0 5 18446744073709551615; do
+	accepted $LINENO --max-conns="$v"
+done
 
 # Deadlines 34.7 days away, under strace.
 command -v python3 >/dev/null 2>&1 || { echo "$name: SKIP deadlines: python3 missing"; exit 77; }

@@ -47,19 +47,32 @@ static const struct option longopts[] = {
 	CLI_COMMON_LONGOPTS
 };
 
-/* Seconds, fractions allowed ("0.5"); -1 when malformed. */
+#define SECS_MAX 1000000000   /* about 31 years: any SEC option's largest */
+
+/* Seconds as decimal digits, to the millisecond: "30", "0.5", ".25",
+ * "0.001"; in milliseconds, or -1. Nothing is rounded: a fourth decimal
+ * ("0.0004", which would round to 0, "never" to --idle-timeout) is
+ * refused, as are a sign, spaces, hexadecimal and exponents ("0x10",
+ * "1e9", which strtod takes), and more than SECS_MAX. */
 static int64_t parse_secs(const char *s)
 {
-	char *end;
-	double v;
+	size_t whole = strspn(s, "0123456789"), frac = 0, i;
+	int64_t ms = 0;
 
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || end == s || *end || !(v >= 0) || v > 1e9)
+	if (s[whole] == '.' && !(frac = strspn(s + whole + 1, "0123456789")))
 		return -1;
-	return (int64_t)(v * 1000 + 0.5);
+	if (s[whole + (frac ? 1 + frac : 0)] || whole + frac == 0 || frac > 3)
+		return -1;
+	for (i = 0; i < whole; i++)
+		if ((ms = ms * 10 + (s[i] - '0')) > SECS_MAX)
+			return -1;
+	for (i = 0; i < 3; i++)
+		ms = ms * 10 + (i < frac ? s[whole + 1 + i] - '0' : 0);
+	return ms;
 }
 
+/* A count in decimal digits alone: strtoull would take a sign, and " -1"
+ * or "-1" would wrap to a number that means "no limit". */
 static uint64_t parse_count(const struct cli_cmd *cmd, const char *opt, const char *s)
 {
 	char *end;
@@ -67,17 +80,23 @@ static uint64_t parse_count(const struct cli_cmd *cmd, const char *opt, const ch
 
 	errno = 0;
 	v = strtoull(s, &end, 10);
-	if (errno || end == s || *end || *s == '-')
-		cli_usage_error(cmd, "invalid %s %s", opt, cli_quote(s));
+	if (errno || *s < '0' || *s > '9' || *end)
+		cli_usage_error(cmd, "invalid %s %s (want a count in decimal digits)", opt,
+				cli_quote(s));
 	return v;
 }
 
-static int64_t secs_arg(const struct cli_cmd *cmd, const char *opt, const char *s)
+/* A SEC option: 0 means what zero says (NULL: 0 is refused, as
+ * --connect-timeout's, which would time out every connect). */
+static int64_t secs_arg(const struct cli_cmd *cmd, const char *opt, const char *s,
+			const char *zero)
 {
 	int64_t ms = parse_secs(s);
 
-	if (ms < 0)
-		cli_usage_error(cmd, "invalid %s %s (want seconds)", opt, cli_quote(s));
+	if (ms < 0 || (!ms && !zero))
+		cli_usage_error(cmd, "invalid %s %s (want seconds from 0.001 to %d, to the "
+				"millisecond%s%s)", opt, cli_quote(s), SECS_MAX,
+				zero ? ", or 0: " : "", zero ? zero : "");
 	return ms;
 }
 
@@ -226,15 +245,19 @@ static bool listener_option(const struct cli_cmd *cmd, int c, struct relay *r)
 {
 	switch (c) {
 	case OPT_MAX_CONNS: r->max_conns = parse_count(cmd, "--max-conns", optarg); break;
-	case OPT_IDLE: r->idle_ms = secs_arg(cmd, "--idle-timeout", optarg); break;
-	case OPT_CONNECT: r->connect_ms = secs_arg(cmd, "--connect-timeout", optarg); break;
+	case OPT_IDLE: r->idle_ms = secs_arg(cmd, "--idle-timeout", optarg, "never"); break;
+	case OPT_CONNECT:
+		r->connect_ms = secs_arg(cmd, "--connect-timeout", optarg, NULL);
+		break;
 	case OPT_COPY: r->pair_flags = copy_arg(cmd, optarg); break;
 	case OPT_LOWAT: r->notsent_lowat = lowat_arg(cmd, optarg); break;
 	case OPT_NAGLE: r->nagle = true; break;
 	case OPT_REUSEPORT: r->reuseport = true; break;
 	case OPT_UNIX_MODE: r->unix_mode = mode_arg(cmd, optarg); break;
 	case OPT_BALANCE: r->balance = balance_arg(cmd, optarg); break;
-	case OPT_CHECK: r->check_ms = secs_arg(cmd, "--check-interval", optarg); break;
+	case OPT_CHECK:
+		r->check_ms = secs_arg(cmd, "--check-interval", optarg, "no probes");
+		break;
 	case OPT_SEND_PROXY: r->send_proxy = 1; break;
 	case OPT_SEND_PROXY_V2: r->send_proxy = 2; break;
 	case OPT_ACCEPT_PROXY: r->accept_proxy = true; break;
@@ -255,8 +278,10 @@ static void process_option(const struct cli_cmd *cmd, int c, struct relay *r,
 		if (!o->jobs || o->jobs > 1024)
 			cli_usage_error(cmd, "invalid --jobs %s (1 to 1024)", cli_quote(optarg));
 		break;
-	case OPT_DRAIN: r->drain_ms = secs_arg(cmd, "--drain-timeout", optarg); break;
-	case OPT_STATS: r->stats_ms = secs_arg(cmd, "--stats-interval", optarg); break;
+	case OPT_DRAIN:
+		r->drain_ms = secs_arg(cmd, "--drain-timeout", optarg, "cut at once");
+		break;
+	case OPT_STATS: r->stats_ms = secs_arg(cmd, "--stats-interval", optarg, "never"); break;
 	case OPT_LOG_FORMAT: r->json = json_arg(cmd, optarg); break;
 	case OPT_LOG: o->log = optarg; break;
 	case OPT_REPLACE: r->replace_pid = pid_arg(cmd, optarg); break;
