@@ -5,7 +5,8 @@
 # (--idle-timeout=0.0004 was "never"); hexadecimal and exponents ("0x10",
 # "1e9", which strtod takes) and signs are refused; 0 is what each option
 # says, and --connect-timeout refuses it (every connect "timed out"). A
-# count takes digits alone ("--max-conns= -1" wrapped to no limit).
+# count takes digits alone ("--max-conns= -1" wrapped to no limit), a
+# mode octal digits alone.
 # Deadlines past the 24.8 days of milliseconds an int holds
 # (--idle-timeout, --stats-interval, --drain-timeout of 3000000) are
 # waited for in bounded parts: strace sees no negative timeout (one waits
@@ -67,6 +68,14 @@ done
 for v in 0 5 18446744073709551615; do
 	accepted $LINENO --max-conns="$v"
 done
+# A mode: octal digits alone.
+for v in ' 660' +660 -0 8 '' 0x1ff 77777777777777777777777; do
+	"$P" relay --check --unix-mode="$v" unix:s 127.0.0.1:9 2>err; rc=$?
+	rc_is $LINENO 1
+	is $LINENO "psplice: invalid --unix-mode '$v' (want an octal mode, e.g. 660)" "$(head -1 err)"
+done
+"$P" relay --check --unix-mode=0660 unix:s 127.0.0.1:9 2>err; rc=$?
+rc_is $LINENO 0
 
 # Deadlines 34.7 days away, under strace.
 command -v python3 >/dev/null 2>&1 || { echo "$name: SKIP deadlines: python3 missing"; exit 77; }

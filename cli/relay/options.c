@@ -158,13 +158,13 @@ static void metrics_arg(const struct cli_cmd *cmd, const char *s, struct relay *
 	r->metrics_text = s;
 }
 
-/* An octal mode, as chmod(1) takes it: 660, 0600. */
+/* An octal mode, as chmod(1) takes it: 660, 0600; octal digits alone
+ * (strtoul would take spaces and a sign: "-0"). */
 static int mode_arg(const struct cli_cmd *cmd, const char *s)
 {
-	char *end;
-	unsigned long m = strtoul(s, &end, 8);
+	unsigned long m = strtoul(s, NULL, 8);
 
-	if (!*s || *end || m > 07777)
+	if (!*s || s[strspn(s, "01234567")] || m > 07777)
 		cli_usage_error(cmd, "invalid --unix-mode %s (want an octal mode, e.g. 660)",
 				cli_quote(s));
 	return (int)m;
