@@ -210,6 +210,8 @@ CLI_TSAN_TESTS := t_cli_relay_msg.sh t_cli_relay_act.sh t_cli_relay_cut.sh t_cli
 	t_cli_relay_config.sh t_cli_relay_stop.sh
 # A relay out of epoll watches (as a user of its own).
 CLI_TSAN_TESTS += t_cli_relay_watch.sh
+# A signal in a reload's window.
+CLI_TSAN_TESTS += t_cli_relay_resig.sh
 check-tsan:
 	$(Q)$(MAKE) --no-print-directory BUILD=build-tsan CC=gcc SAN="-fsanitize=thread" \
 		OPT="-O1 -g" build-tsan/tests/t_threads build-tsan/tests/t_pending \

@@ -350,6 +350,7 @@ int inherit_listeners(struct relay *r, struct worker *w);
 void free_names(char **names);
 
 /* reload.c */
+void relay_signals(sigset_t *set);
 char *slurp(const char *path, size_t *len);
 int reload_prepare(struct relay *r);
 void reload_free(struct relay *r);

@@ -5,7 +5,10 @@
  * activate.c). The sockets are the same kernel objects in both
  * processes, so a client connecting meanwhile is queued, never refused. The
  * new process says on a pipe that it serves; only then does this one stop
- * accepting and drain. A new process that fails leaves this one serving. */
+ * accepting and drain. A new process that fails leaves this one serving.
+ * The signals the relay takes stay blocked across the exec, so that one
+ * sent to the new process before it takes them waits for it rather than
+ * ends it by its default action. */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -32,7 +35,23 @@ struct spawn {
 	char *pid_var;         /* "LISTEN_PID=" and room for the child's pid */
 	int *fds, nfds;        /* the listeners, in the order passed */
 	int ready;             /* the pipe's write end */
+	sigset_t mask;         /* the relay's signals, blocked across exec */
 };
+
+/* The signals the relay takes from its signalfd (supervise.c), blocked in
+ * every thread. Blocked too in a reload's new process from its fork to
+ * its signalfd: the mask is kept across exec, and a signal blocked waits
+ * as pending. */
+void relay_signals(sigset_t *set)
+{
+	sigemptyset(set);
+	sigaddset(set, SIGINT);
+	sigaddset(set, SIGTERM);
+	sigaddset(set, SIGHUP);
+	sigaddset(set, SIGUSR1);
+	sigaddset(set, SIGUSR2);
+	sigaddset(set, HANDOVER_SIGNAL);
+}
 
 /* The whole file, or NULL; *len its size. */
 char *slurp(const char *path, size_t *len)
@@ -285,11 +304,11 @@ static void put_pid(char *var)
 /* In the child, async-signal-safe: the listeners to fds 3, 4, ... and the
  * pipe after them, each first moved above that range so that no dup2
  * overwrites one not yet moved; dup2 leaves the new fds open across exec.
- * The signals the relay blocked and ignored are the program's again. */
+ * The signals the relay ignored are the program's again; those it takes
+ * stay blocked until the new relay takes them, and no other is. */
 static void child(struct spawn *s)
 {
 	int k, top = FIRST_FD + s->nfds + 1, err;
-	sigset_t none;
 
 	for (k = 0; k < s->nfds; k++)
 		if ((s->fds[k] = fcntl(s->fds[k], F_DUPFD_CLOEXEC, top)) < 0)
@@ -302,8 +321,7 @@ static void child(struct spawn *s)
 	if (dup2(s->ready, FIRST_FD + s->nfds) < 0)
 		goto fail;
 	put_pid(s->pid_var);
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
+	sigprocmask(SIG_SETMASK, &s->mask, NULL);
 	signal(SIGPIPE, SIG_DFL);
 	execve(s->path, s->argv, s->envp);
 fail:
@@ -333,6 +351,7 @@ pid_t reload_start(struct relay *r, int *ready_rd)
 		goto out;
 	}
 	s.ready = p[1];
+	relay_signals(&s.mask);
 	s.envp = child_env(s.nfds, &s.pid_var);
 	if (!s.envp) {
 		cli_error(ENOMEM, "relay: cannot reload");
@@ -377,6 +396,9 @@ bool reload_ended(struct relay *r, pid_t pid, int fd)
 	close(fd);
 	if (waitpid(pid, &status, 0) < 0)
 		cli_error(errno, "relay: reload failed: waitpid");
+	else if (!err && WIFEXITED(status) && WEXITSTATUS(status) == 0)
+		cli_error(0, "relay: reload failed: the new relay (process %ld) stopped "
+			  "before it served", (long)pid);
 	else if (!err && WIFEXITED(status))
 		cli_error(0, "relay: reload failed: the new relay (process %ld) exited "
 			  "with status %d", (long)pid, WEXITSTATUS(status));

@@ -400,8 +400,8 @@ int replace_finish(struct relay *r)
  * serves, is told what this one was told: the relay serving pid took the
  * listeners. It drains and ends as this one does, the sockets left
  * listening and a unix socket's file in place for that relay (a SIGTERM
- * would have it remove the file). Not yet running the relay (between fork
- * and exec, or starting), it is ended by the signal's default action. The
+ * would have it remove the file). Not yet serving (from its fork to its
+ * signalfd, the signal blocked and pending), it ends before it serves. The
  * child is not reaped yet, so its pid is still its own. -1 when it cannot
  * be told. */
 int replace_forward(pid_t child, pid_t serving)

@@ -317,7 +317,8 @@ static void supervise(struct relay *r, int sfd)
 		close(re.fd);
 }
 
-/* Signals go to the signalfd alone: workers inherit the mask. A peer that
+/* Signals go to the signalfd alone: workers inherit the mask. One sent
+ * to a reload's new relay before this waits in it (reload.c). A peer that
  * went away must not end the relay: SIGPIPE is ignored before any pair is
  * prepared, so the pairs' moves need no guard against it
  * (psplice_pair_new(3)). The signalfd, or -1. */
@@ -330,15 +331,27 @@ static int take_signals(void)
 	 * as it ends, and its pid, which this one may still signal, free to
 	 * be another process's. */
 	signal(SIGCHLD, SIG_DFL);
-	sigemptyset(&set);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGHUP);
-	sigaddset(&set, SIGUSR1);
-	sigaddset(&set, SIGUSR2);
-	sigaddset(&set, HANDOVER_SIGNAL);
+	relay_signals(&set);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	return signalfd(-1, &set, SFD_CLOEXEC);
+}
+
+/* A stop, or a takeover by a relay started with --replace, that came
+ * while this one was starting (a reload's new relay has them blocked from
+ * its fork): it ends before it serves, as if stopped with nothing to
+ * drain, and the relay that started it serves on. SIGUSR1 and SIGUSR2
+ * wait in the signalfd, taken once it serves. */
+static bool stopped_starting(const struct relay *r)
+{
+	sigset_t pending;
+
+	if (sigpending(&pending) < 0 || !(sigismember(&pending, SIGINT) ||
+	    sigismember(&pending, SIGTERM) || sigismember(&pending, SIGHUP) ||
+	    sigismember(&pending, HANDOVER_SIGNAL)))
+		return false;
+	if (r->verbose)
+		cli_say("relay: stopped before it served");
+	return true;
 }
 
 /* Each listener's workers made ready, its line said with -v. */
@@ -406,6 +419,10 @@ static int serve(struct relay *r)
 	if (sfd < 0 || done < 0) {
 		cli_error(errno, "relay");
 		goto fail;
+	}
+	if (stopped_starting(r)) {
+		unlink_made(r);
+		return 0;
 	}
 	for (x = r; x; x = x->next)
 		x->done_fd = done;
