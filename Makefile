@@ -212,6 +212,8 @@ CLI_TSAN_TESTS := t_cli_relay_msg.sh t_cli_relay_act.sh t_cli_relay_cut.sh t_cli
 CLI_TSAN_TESTS += t_cli_relay_watch.sh
 # A signal in a reload's window.
 CLI_TSAN_TESTS += t_cli_relay_resig.sh
+# The open-file limit raised at start.
+CLI_TSAN_TESTS += t_cli_relay_nofile.sh
 check-tsan:
 	$(Q)$(MAKE) --no-print-directory BUILD=build-tsan CC=gcc SAN="-fsanitize=thread" \
 		OPT="-O1 -g" build-tsan/tests/t_threads build-tsan/tests/t_pending \

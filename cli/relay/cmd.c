@@ -101,6 +101,7 @@ static int relay_main(const struct cli_cmd *cmd, int argc, char **argv)
 		for (x = r; x; x = x->next)
 			x->replace_pid = 0;
 	reload_prepare(r);
+	nofile_raise(r);
 	status = relay_run(r);
 	free_relays(&base, r);
 	return status;

@@ -29,6 +29,7 @@
  *   watch.c      what the worker's epoll set waits for
  *   sock.c       an address's text, the listeners' handles and those made
  *                elsewhere, TCP options
+ *   nofile.c     the open-file limit, raised for --max-conns at start
  * A connection does not call its worker back: it sets what it waits for
  * through watch.c, below both, and returns; the PROXY reader says whether
  * the header is whole and the connection goes on to TARGET itself. */
@@ -348,6 +349,10 @@ void listener_text(const struct relay *r, const struct worker *w, int k, char *b
 int passed_listeners(struct relay *r);
 int inherit_listeners(struct relay *r, struct worker *w);
 void free_names(char **names);
+
+/* nofile.c */
+void nofile_raise(const struct relay *r);
+void nofile_restore(void);
 
 /* reload.c */
 void relay_signals(sigset_t *set);

@@ -305,7 +305,8 @@ static void put_pid(char *var)
  * pipe after them, each first moved above that range so that no dup2
  * overwrites one not yet moved; dup2 leaves the new fds open across exec.
  * The signals the relay ignored are the program's again; those it takes
- * stay blocked until the new relay takes them, and no other is. */
+ * stay blocked until the new relay takes them, and no other is. The
+ * open-file limit is the one the relay started with (nofile.c). */
 static void child(struct spawn *s)
 {
 	int k, top = FIRST_FD + s->nfds + 1, err;
@@ -321,6 +322,7 @@ static void child(struct spawn *s)
 	if (dup2(s->ready, FIRST_FD + s->nfds) < 0)
 		goto fail;
 	put_pid(s->pid_var);
+	nofile_restore();
 	sigprocmask(SIG_SETMASK, &s->mask, NULL);
 	signal(SIGPIPE, SIG_DFL);
 	execve(s->path, s->argv, s->envp);
