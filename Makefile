@@ -214,6 +214,8 @@ CLI_TSAN_TESTS += t_cli_relay_watch.sh
 CLI_TSAN_TESTS += t_cli_relay_resig.sh
 # The open-file limit raised at start.
 CLI_TSAN_TESTS += t_cli_relay_nofile.sh
+# The pid file across reloads and --replace.
+CLI_TSAN_TESTS += t_cli_relay_pidfile.sh
 check-tsan:
 	$(Q)$(MAKE) --no-print-directory BUILD=build-tsan CC=gcc SAN="-fsanitize=thread" \
 		OPT="-O1 -g" build-tsan/tests/t_threads build-tsan/tests/t_pending \

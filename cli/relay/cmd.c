@@ -182,6 +182,8 @@ const struct cli_cmd cli_cmd_relay = {
 	"                           and its own options; no operands then\n"
 	"      --check              read the options (and FILE), say what is wrong,\n"
 	"                           start nothing\n"
+	"      --pid-file=FILE      write the pid of the relay that serves to FILE,\n"
+	"                           across reloads and --replace; removed at the end\n"
 	"  -v, --verbose            log each connection's open and close with byte counts\n"
 	"\n"
 	"Examples: " CLI_NAME " relay -v 127.0.0.1:8080 127.0.0.1:80\n"

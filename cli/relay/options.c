@@ -16,7 +16,8 @@
 enum { OPT_MAX_CONNS = 0x200, OPT_IDLE, OPT_CONNECT, OPT_DRAIN, OPT_STATS, OPT_COPY,
        OPT_LOWAT, OPT_NAGLE, OPT_REUSEPORT, OPT_UNIX_MODE, OPT_LOG_FORMAT, OPT_LOG,
        OPT_BALANCE, OPT_CHECK, OPT_SEND_PROXY, OPT_SEND_PROXY_V2, OPT_ACCEPT_PROXY,
-       OPT_REPLACE, OPT_RATE, OPT_RATE_TOTAL, OPT_METRICS, OPT_CONFIG, OPT_CHECK_ONLY };
+       OPT_REPLACE, OPT_RATE, OPT_RATE_TOTAL, OPT_METRICS, OPT_CONFIG, OPT_CHECK_ONLY,
+       OPT_PID_FILE };
 
 static const struct option longopts[] = {
 	{ "jobs", required_argument, NULL, 'j' },
@@ -43,6 +44,7 @@ static const struct option longopts[] = {
 	{ "metrics", required_argument, NULL, OPT_METRICS },
 	{ "config", required_argument, NULL, OPT_CONFIG },
 	{ "check", no_argument, NULL, OPT_CHECK_ONLY },
+	{ "pid-file", required_argument, NULL, OPT_PID_FILE },
 	{ "verbose", no_argument, NULL, 'v' },
 	CLI_COMMON_LONGOPTS
 };
@@ -288,6 +290,7 @@ static void process_option(const struct cli_cmd *cmd, int c, struct relay *r,
 	case OPT_METRICS: metrics_arg(cmd, optarg, r); break;
 	case OPT_CONFIG: o->config = optarg; break;
 	case OPT_CHECK_ONLY: o->check = true; break;
+	case OPT_PID_FILE: r->pid_file = optarg; break;
 	case 'v': r->verbose = true; break;
 	default: cli_common_option(cmd, c);
 	}

@@ -30,6 +30,8 @@
  *   sock.c       an address's text, the listeners' handles and those made
  *                elsewhere, TCP options
  *   nofile.c     the open-file limit, raised for --max-conns at start
+ *   pidfile.c    --pid-file: written once the relay serves, removed at its
+ *                end unless another relay took its listeners
  * A connection does not call its worker back: it sets what it waits for
  * through watch.c, below both, and returns; the PROXY reader says whether
  * the header is whole and the connection goes on to TARGET itself. */
@@ -181,6 +183,7 @@ struct relay {
 	atomic_int forks;                /* reloads forked, not yet ended */
 	pid_t replace_pid;               /* --replace: the relay replaced; or 0 */
 	int replace_fd;                  /* its pidfd until it is told; or -1 */
+	const char *pid_file;            /* --pid-file; or NULL */
 };
 
 enum handle_kind { H_LISTEN, H_WAKE, H_CLIENT, H_TARGET };
@@ -349,6 +352,10 @@ void listener_text(const struct relay *r, const struct worker *w, int k, char *b
 int passed_listeners(struct relay *r);
 int inherit_listeners(struct relay *r, struct worker *w);
 void free_names(char **names);
+
+/* pidfile.c */
+void pidfile_write(const struct relay *r);
+void pidfile_remove(const struct relay *r);
 
 /* nofile.c */
 void nofile_raise(const struct relay *r);

@@ -115,6 +115,7 @@ static _Noreturn void die_of(struct relay *r, int signo)
 	wake_workers(r);
 	if (!workers_ended(r))
 		reset_all();
+	pidfile_remove(r);
 	signal(signo, SIG_DFL);
 	sigemptyset(&set);
 	sigaddset(&set, signo);
@@ -439,9 +440,11 @@ static int serve(struct relay *r)
 		status = 1;
 	} else {
 		claim_release(r, true);
+		pidfile_write(r);
 	}
 	supervise(r, sfd);
 	status |= finish(r);
+	pidfile_remove(r);
 	if (r->verbose)
 		relay_stats(r);
 	return status;
