@@ -216,6 +216,8 @@ CLI_TSAN_TESTS += t_cli_relay_resig.sh
 CLI_TSAN_TESTS += t_cli_relay_nofile.sh
 # The pid file across reloads and --replace.
 CLI_TSAN_TESTS += t_cli_relay_pidfile.sh
+# The datagrams to a Type=notify service manager.
+CLI_TSAN_TESTS += t_cli_relay_notify.sh
 check-tsan:
 	$(Q)$(MAKE) --no-print-directory BUILD=build-tsan CC=gcc SAN="-fsanitize=thread" \
 		OPT="-O1 -g" build-tsan/tests/t_threads build-tsan/tests/t_pending \

@@ -30,6 +30,7 @@
  *   sock.c       an address's text, the listeners' handles and those made
  *                elsewhere, TCP options
  *   nofile.c     the open-file limit, raised for --max-conns at start
+ *   notify.c     the state said to a service manager (NOTIFY_SOCKET)
  *   pidfile.c    --pid-file: written once the relay serves, removed at its
  *                end unless another relay took its listeners
  * A connection does not call its worker back: it sets what it waits for
@@ -352,6 +353,12 @@ void listener_text(const struct relay *r, const struct worker *w, int k, char *b
 int passed_listeners(struct relay *r);
 int inherit_listeners(struct relay *r, struct worker *w);
 void free_names(char **names);
+
+/* notify.c */
+void notify_ready(pid_t main_pid);
+void notify_reloading(void);
+void notify_reloaded(pid_t pid);
+void notify_stopping(void);
 
 /* pidfile.c */
 void pidfile_write(const struct relay *r);

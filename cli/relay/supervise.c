@@ -143,6 +143,8 @@ static void stop(struct relay *r, int signo)
 	for (x = r; x; x = x->next)
 		if (x->listen.ss.ss_family == AF_UNIX && !atomic_load(&r->handed_over))
 			unlink(((struct sockaddr_un *)&x->listen.ss)->sun_path);
+	if (!atomic_load(&r->handed_over))
+		notify_stopping();
 	atomic_store(&r->draining, true);
 	wake_workers(r);
 }
@@ -168,9 +170,12 @@ static void reload(struct relay *r, struct reload *re)
 			(long)re->pid);
 		return;
 	}
+	notify_reloading();
 	re->pid = reload_start(r, &re->fd);
-	if (re->pid < 0)
+	if (re->pid < 0) {
+		notify_reloaded(0);
 		cli_say("relay: still serving (process %ld)", (long)getpid());
+	}
 }
 
 /* Process pid serves the listeners: this relay stops accepting and
@@ -199,6 +204,8 @@ static void reloaded(struct relay *r, struct reload *re)
 	for (x = r; x; x = x->next)
 		atomic_fetch_sub(&x->forks, 1);
 	re->fd = -1;
+	if (!atomic_load(&r->draining))
+		notify_reloaded(ok ? re->pid : 0);
 	if (ok && !atomic_load(&r->draining)) {
 		re->successor = re->pid;
 		handed_over(r, re->pid, SIGUSR2);
@@ -410,6 +417,7 @@ static int finish(struct relay *r)
 static int serve(struct relay *r)
 {
 	int sfd, done, status = 0;
+	bool by_reload = r->ready_fd >= 0;
 	struct relay *x;
 
 	if ((r->config ? claim_listeners(r) : make_listeners(r, r->w)) < 0 ||
@@ -441,6 +449,8 @@ static int serve(struct relay *r)
 	} else {
 		claim_release(r, true);
 		pidfile_write(r);
+		if (!by_reload)
+			notify_ready(getpid());
 	}
 	supervise(r, sfd);
 	status |= finish(r);
