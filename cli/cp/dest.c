@@ -314,6 +314,13 @@ int cp_make_room(const struct cp_opts *o, const struct cp_at *src, const struct 
 			  cli_quote(src->path));
 		return -1;
 	}
+	/* --attributes-only promises an existing DST its data: a node is
+	 * not put in its place unless -f asks (--remove-destination has
+	 * removed it already), as cp(1) keeps it. */
+	if (o->attrs_only && !o->force) {
+		cli_error(EEXIST, "cannot create %s %s", what, cli_quote(dst->path));
+		return -1;
+	}
 	if (unlinkat(dst->dir, dst->name, 0) < 0) {
 		cli_error(errno, "cannot remove %s", cli_quote(dst->path));
 		return -1;

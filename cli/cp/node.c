@@ -54,7 +54,7 @@ out:
 static int cp_special(const struct cp_opts *o, const struct cp_at *src, const struct cp_at *dst,
 		      const struct stat *st)
 {
-	int rc = cp_make_room(o, src, dst, st, "special file");
+	int rc = cp_make_room(o, src, dst, st, S_ISFIFO(st->st_mode) ? "fifo" : "special file");
 
 	if (rc <= 0)
 		return rc;

@@ -1,0 +1,32 @@
+#!/bin/sh
+# psplice cp and an existing DST, where GNU cp 9.1 is the reference: with
+# --attributes-only an existing DST keeps its data, so a link or a FIFO is
+# not put in its place ("cannot create symbolic link 'f': File exists",
+# exit 1) unless -f or --remove-destination asks for it.
+# $1 is the scratch directory, the CLI is $PSPLICE_BIN.
+[ -z "${BASH_VERSION:-}" ] && command -v bash >/dev/null && exec bash "$0" "$@"
+name=t_cli_cpdest; . "$(dirname "$0")/cli-lib.sh"
+
+# --- --attributes-only: an existing DST is not replaced ----------------------
+for o in -a "-R --attributes-only"; do
+	rm -rf ./*; echo 1 >file1; echo 2 >file2; ln -s file1 sym1
+	"$P" cp $o --attributes-only sym1 file2 2>err; rc=$?
+	rc_is $LINENO 1
+	err_is $LINENO "psplice: cannot create symbolic link 'file2': File exists"
+	[ -f file2 ] && [ ! -L file2 ] || fail $LINENO "file2 replaced: $(ls -l file2)"
+	is $LINENO 2 "$(cat file2)"
+done
+rm -rf ./*; echo 2 >file2; mkfifo ff
+"$P" cp -R --attributes-only ff file2 2>err; rc=$?
+rc_is $LINENO 1; err_is $LINENO "psplice: cannot create fifo 'file2': File exists"
+[ -f file2 ] && is $LINENO 2 "$(cat file2)"
+# -f and --remove-destination replace it; a new DST is the link.
+for o in -f --remove-destination; do
+	rm -rf ./*; echo 1 >file1; echo 2 >file2; ln -s file1 sym1
+	"$P" cp -a $o --attributes-only sym1 file2 2>err; rc=$?
+	rc_is $LINENO 0; err_is $LINENO; is $LINENO file1 "$(readlink file2)"
+done
+"$P" cp -a --attributes-only sym1 new 2>err; rc=$?
+rc_is $LINENO 0; is $LINENO file1 "$(readlink new)"
+
+exit 0
