@@ -2,7 +2,9 @@
 # psplice cp and an existing DST, where GNU cp 9.1 is the reference: with
 # --attributes-only an existing DST keeps its data, so a link or a FIFO is
 # not put in its place ("cannot create symbolic link 'f': File exists",
-# exit 1) unless -f or --remove-destination asks for it.
+# exit 1) unless -f or --remove-destination asks for it; a backup that
+# would be the SOURCE itself is refused ("backing up 'a' might destroy
+# source;  'a~' not copied", exit 1), the source intact.
 # $1 is the scratch directory, the CLI is $PSPLICE_BIN.
 [ -z "${BASH_VERSION:-}" ] && command -v bash >/dev/null && exec bash "$0" "$@"
 name=t_cli_cpdest; . "$(dirname "$0")/cli-lib.sh"
@@ -29,4 +31,17 @@ done
 "$P" cp -a --attributes-only sym1 new 2>err; rc=$?
 rc_is $LINENO 0; is $LINENO file1 "$(readlink new)"
 
+# --- a backup that would be SOURCE --------------------------------------------
+for o in --backup=simple "-b -S .bak"; do
+	rm -rf ./*; echo a >a; echo t >'a~'; echo t >a.bak
+	src='a~'; [ "$o" = --backup=simple ] || src=a.bak
+	"$P" cp $o "$src" a 2>err; rc=$?
+	rc_is $LINENO 1
+	err_is $LINENO "psplice: backing up 'a' might destroy source;  '$src' not copied"
+	is $LINENO a "$(cat a)"; is $LINENO t "$(cat "$src")"
+done
+# A numbered backup is a new name: no harm.
+rm -rf ./*; echo a >a; echo t >'a~'
+"$P" cp --backup=numbered 'a~' a 2>err; rc=$?
+rc_is $LINENO 0; is $LINENO t "$(cat a)"; is $LINENO a "$(cat a.~1~)"; is $LINENO t "$(cat 'a~')"
 exit 0

@@ -103,8 +103,25 @@ static unsigned long last_numbered(const struct cp_at *dst)
 	return max;
 }
 
+static bool same_entry(const char *a, const char *b);
+
+/* A simple backup's name may be SOURCE's own entry (`cp -b a~ a`): the
+ * rename would put DST in SOURCE's place, SOURCE's name would hold DST's
+ * data and the copy SOURCE's: SOURCE lost. Refused, as cp(1) refuses it. */
+static bool destroys_source(const char *src, const struct cp_at *dst, const char *suffix)
+{
+	char *path;
+	bool same;
+
+	if (asprintf(&path, "%s%s", dst->path, suffix) < 0)
+		return false;
+	same = same_entry(src, path);
+	free(path);
+	return same;
+}
+
 /* --backup: DST moved out of the way, to DST~ or DST.~N~. */
-static int backup(const struct cp_opts *o, const struct cp_at *dst)
+static int backup(const struct cp_opts *o, const char *src, const struct cp_at *dst)
 {
 	unsigned long n = o->backup == CP_BACKUP_SIMPLE ? 0 : last_numbered(dst);
 	char *name;
@@ -116,6 +133,12 @@ static int backup(const struct cp_opts *o, const struct cp_at *dst)
 		rc = asprintf(&name, "%s%s", dst->name, o->suffix);
 	if (rc < 0) {
 		cli_error(ENOMEM, "cannot backup %s", cli_quote(dst->path));
+		return -1;
+	}
+	if (o->backup != CP_BACKUP_NUMBERED && !n && destroys_source(src, dst, o->suffix)) {
+		cli_error(0, "backing up %s might destroy source;  %s not copied",
+			  cli_quote(dst->path), cli_quote(src));
+		free(name);
 		return -1;
 	}
 	rc = renameat(dst->dir, dst->name, dst->dir, name);
@@ -261,7 +284,7 @@ int cp_existing(const struct cp_opts *o, const char *src, const struct cp_at *ds
 	if (made)
 		return refuse_made(src, dst, &ds, through && !o->remove_dest);
 	if (o->backup != CP_BACKUP_NONE)
-		return backup(o, dst) < 0 ? -1 : 1;
+		return backup(o, src, dst) < 0 ? -1 : 1;
 	/* cp(1) will not create a file where a link points to nothing: the
 	 * name it would create may be anywhere. */
 	if (dangling) {
