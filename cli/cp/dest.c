@@ -103,7 +103,27 @@ static unsigned long last_numbered(const struct cp_at *dst)
 	return max;
 }
 
-static bool same_entry(const char *a, const char *b);
+/* The last name of path (with no slash at its end). */
+static const char *last_name(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	return slash ? slash + 1 : path;
+}
+
+/* Are the paths a and b one directory entry: the same last name in the
+ * same directory ("a/f", "./a/f", "a//f")? */
+static bool same_entry(const char *a, const char *b)
+{
+	char *pa = cp_parent_of(a), *pb = cp_parent_of(b);
+	struct stat da, db;
+	bool same = pa && pb && !strcmp(last_name(a), last_name(b)) && stat(pa, &da) == 0 &&
+		    stat(pb, &db) == 0 && cli_same_inode(&da, &db);
+
+	free(pa);
+	free(pb);
+	return same;
+}
 
 /* A simple backup's name may be SOURCE's own entry (`cp -b a~ a`): the
  * rename would put DST in SOURCE's place, SOURCE's name would hold DST's
@@ -120,8 +140,9 @@ static bool destroys_source(const char *src, const struct cp_at *dst, const char
 	return same;
 }
 
-/* --backup: DST moved out of the way, to DST~ or DST.~N~. */
-static int backup(const struct cp_opts *o, const char *src, const struct cp_at *dst)
+/* --backup: DST moved out of the way, to DST~ or DST.~N~; or, keep,
+ * linked there, DST staying too. */
+static int backup(const struct cp_opts *o, const char *src, const struct cp_at *dst, bool keep)
 {
 	unsigned long n = o->backup == CP_BACKUP_SIMPLE ? 0 : last_numbered(dst);
 	char *name;
@@ -141,7 +162,8 @@ static int backup(const struct cp_opts *o, const char *src, const struct cp_at *
 		free(name);
 		return -1;
 	}
-	rc = renameat(dst->dir, dst->name, dst->dir, name);
+	rc = keep ? linkat(dst->dir, dst->name, dst->dir, name, 0) :
+		    renameat(dst->dir, dst->name, dst->dir, name);
 	if (rc < 0)
 		cli_error(errno, "cannot backup %s", cli_quote(dst->path));
 	free(name);
@@ -153,14 +175,6 @@ static int timespec_cmp(const struct timespec *a, const struct timespec *b)
 	if (a->tv_sec != b->tv_sec)
 		return a->tv_sec < b->tv_sec ? -1 : 1;
 	return a->tv_nsec < b->tv_nsec ? -1 : a->tv_nsec > b->tv_nsec;
-}
-
-/* The last name of path (with no slash at its end). */
-static const char *last_name(const char *path)
-{
-	const char *slash = strrchr(path, '/');
-
-	return slash ? slash + 1 : path;
 }
 
 /* --remove-destination may replace a DST that is another name of SOURCE's
@@ -193,20 +207,6 @@ static int remove_dest(const struct cp_at *dst)
 		return -1;
 	}
 	return 1;
-}
-
-/* Are the paths a and b one directory entry: the same last name in the
- * same directory ("a/f", "./a/f", "a//f")? */
-static bool same_entry(const char *a, const char *b)
-{
-	char *pa = cp_parent_of(a), *pb = cp_parent_of(b);
-	struct stat da, db;
-	bool same = pa && pb && !strcmp(last_name(a), last_name(b)) && stat(pa, &da) == 0 &&
-		    stat(pb, &db) == 0 && cli_same_inode(&da, &db);
-
-	free(pa);
-	free(pb);
-	return same;
 }
 
 /* DST is what an earlier SOURCE operand of this command made: the second
@@ -243,6 +243,43 @@ static int made_before(const struct cp_opts *o, const char *src, const struct st
 	return made;
 }
 
+/* SOURCE, a link followed, leads to DST's own entry: backing DST up would
+ * leave SOURCE leading nowhere; cp(1) refuses it, even with -f. */
+static bool through_link(const char *src, const struct cp_at *dst, const struct stat *st)
+{
+	struct stat s, d;
+
+	return !S_ISLNK(st->st_mode) && lstat(src, &s) == 0 && S_ISLNK(s.st_mode) &&
+	       fstatat(dst->dir, dst->name, &d, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISLNK(d.st_mode);
+}
+
+/* DST (d, followed when the copy writes through it) is SOURCE's file (st).
+ * cp(1)'s rules: a backup keeps DST's data, so another name of the file is
+ * backed up and replaced, and SOURCE's own entry too with -f (`cp -bf F F`
+ * copies F's data to a new F, F.~1~ the old); a link copied as a link onto
+ * another name of itself is already what was asked, as -l is (`-bfl F F`
+ * still backs F up, by a link: F and F.~1~ one file). --remove-destination
+ * may replace another name of it (other_name). 1: go on, 0: nothing to do,
+ * -1: refused. */
+static int same_file(const struct cp_opts *o, const char *src, const struct cp_at *dst,
+		     const struct stat *d, const struct stat *st)
+{
+	bool own = same_entry(src, dst->path);
+
+	if (o->link == CP_LINK_HARD) {
+		if (o->backup != CP_BACKUP_NONE && o->force && own)
+			return backup(o, src, dst, true) < 0 ? -1 : 0;
+		return 0;
+	}
+	if (o->backup != CP_BACKUP_NONE && (!own || o->force) && !through_link(src, dst, st))
+		return 1;
+	if (S_ISLNK(d->st_mode) && S_ISLNK(st->st_mode) && !own)
+		return 0;
+	if (!o->remove_dest || !other_name(src, dst, d))
+		return cp_refuse_same(src, dst->path);
+	return 1;
+}
+
 int cp_existing(const struct cp_opts *o, const char *src, const struct cp_at *dst,
 		const struct stat *st, bool through, bool *exists)
 {
@@ -262,13 +299,8 @@ int cp_existing(const struct cp_opts *o, const char *src, const struct cp_at *ds
 		else
 			dangling = errno == ENOENT;
 	}
-	if (cli_same_inode(d, st)) {
-		/* -l: already that link, which is what was asked. */
-		if (o->link == CP_LINK_HARD)
-			return 0;
-		if (!o->remove_dest || !other_name(src, dst, d))
-			return cp_refuse_same(src, dst->path);
-	}
+	if (cli_same_inode(d, st) && (answer = same_file(o, src, dst, d, st)) <= 0)
+		return answer;
 	if ((made = made_before(o, src, &ds, st)) < 0)
 		return 0;
 	if (o->clobber == CP_NO_CLOBBER ||
@@ -284,7 +316,7 @@ int cp_existing(const struct cp_opts *o, const char *src, const struct cp_at *ds
 	if (made)
 		return refuse_made(src, dst, &ds, through && !o->remove_dest);
 	if (o->backup != CP_BACKUP_NONE)
-		return backup(o, src, dst) < 0 ? -1 : 1;
+		return backup(o, src, dst, false) < 0 ? -1 : 1;
 	/* cp(1) will not create a file where a link points to nothing: the
 	 * name it would create may be anywhere. */
 	if (dangling) {
@@ -332,7 +364,9 @@ int cp_make_room(const struct cp_opts *o, const struct cp_at *src, const struct 
 	rc = cp_existing(o, src->path, dst, st, false, &exists);
 	if (rc <= 0 || !exists)
 		return rc;
-	if (o->link != CP_LINK_NONE && !o->force) {
+	/* -l of a link copied as a link replaces DST, as cp(1) does. */
+	if (o->link != CP_LINK_NONE && !o->force &&
+	    !(o->link == CP_LINK_HARD && S_ISLNK(st->st_mode))) {
 		cli_error(EEXIST, "cannot create %s %s to %s", what, cli_quote(dst->path),
 			  cli_quote(src->path));
 		return -1;
