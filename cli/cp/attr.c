@@ -386,6 +386,13 @@ int cp_preserve(const struct cp_opts *o, const struct cp_at *src, const struct c
 	return keep(o, &from, &to, dst->path, st);
 }
 
+mode_t cp_new_mode(const struct cp_opts *o, const struct stat *st, mode_t mask)
+{
+	if (o->default_mode)
+		return S_ISDIR(st->st_mode) ? 0777 : 0666;
+	return st->st_mode & mask;
+}
+
 bool cp_acl_default(const struct cp_at *dir)
 {
 	char buf[64 + NAME_MAX];

@@ -251,14 +251,19 @@ static bool opt_tree(struct parse *p, int c)
 static bool opt_keep(struct parse *p, int c)
 {
 	struct cp_opts *o = &p->a->opts;
+	unsigned int bits;
 
 	switch (c) {
-	case 'p': o->keep |= CP_KEEP_MODE | CP_KEEP_OWNER | CP_KEEP_TIMES; break;
+	case 'p':
+		o->keep |= CP_KEEP_MODE | CP_KEEP_OWNER | CP_KEEP_TIMES;
+		o->default_mode = false;
+		break;
 	case 'd': o->deref = CP_DEREF_NEVER; o->keep |= CP_KEEP_LINKS; break;
 	case 'a':
 		o->recursive = true;
 		o->deref = CP_DEREF_NEVER;
 		o->keep = CP_KEEP_ALL;
+		o->default_mode = false;
 		break;
 	case OPT_PRESERVE:
 		if (!optarg)
@@ -268,9 +273,14 @@ static bool opt_keep(struct parse *p, int c)
 		/* Named, not part of all: failing is an error. */
 		if (optarg && strstr(optarg, "xattr"))
 			o->xattr_loud = true;
+		o->default_mode &= !(o->keep & CP_KEEP_MODE);
 		break;
 	case OPT_NO_PRESERVE:
-		o->keep &= ~parse_keep(p->cmd, optarg, "--no-preserve");
+		/* Not kept, the mode is cp(1)'s default: the last of these
+		 * options decides. */
+		bits = parse_keep(p->cmd, optarg, "--no-preserve");
+		o->keep &= ~bits;
+		o->default_mode |= (bits & CP_KEEP_MODE) != 0;
 		break;
 	default: return false;
 	}

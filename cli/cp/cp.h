@@ -87,6 +87,9 @@ struct cp_opts {
 	enum cp_clobber clobber;
 	bool force;       /* -f: a DST that cannot be opened is replaced */
 	unsigned int keep;  /* CP_KEEP_*: SOURCE's attributes the copy gets */
+	/* --no-preserve=mode: what is made gets cp(1)'s default mode, not
+	 * SOURCE's (cp_new_mode) */
+	bool default_mode;
 	bool xattr_loud;  /* --preserve=xattr: failing to copy one is an error */
 	bool recursive;   /* -r: directories and what is in them */
 	bool update;      /* -u: a DST not older than SOURCE is left alone */
@@ -190,6 +193,11 @@ int cp_refuse_same(const char *src, const char *dst);
  * into is not cp's to change. */
 int cp_preserve(const struct cp_opts *o, const struct cp_at *src, const struct cp_at *dst,
 		const struct stat *st, const int *fd);
+
+/* The permission bits a new copy of st is made with, before the umask:
+ * SOURCE's, those of mask, or with --no-preserve=mode cp(1)'s default,
+ * 0777 for a directory, 0666 for anything else (attr.c). */
+mode_t cp_new_mode(const struct cp_opts *o, const struct stat *st, mode_t mask);
 
 /* Has the directory dir a default ACL, which what is made in it inherits?
  * true also when that cannot be told. */

@@ -82,7 +82,7 @@ static int open_target(struct cp_job *j, bool exists, bool top)
 {
 	/* SOURCE's permission bits (less the umask), whatever it is: cp(1)
 	 * gives the copy of a device's or a FIFO's contents theirs too. */
-	mode_t mode = j->st.st_mode & 0777;
+	mode_t mode = cp_new_mode(j->o, &j->st, 0777);
 	int fd;
 
 	if (exists)

@@ -58,7 +58,9 @@ static int cp_special(const struct cp_opts *o, const struct cp_at *src, const st
 
 	if (rc <= 0)
 		return rc;
-	if (mknodat(dst->dir, dst->name, st->st_mode & ~o->umask, st->st_rdev) < 0) {
+	mode_t mode = (st->st_mode & S_IFMT) | cp_new_mode(o, st, 07777);
+
+	if (mknodat(dst->dir, dst->name, mode & ~o->umask, st->st_rdev) < 0) {
 		cli_error(errno, "cannot create special file %s", cli_quote(dst->path));
 		return -1;
 	}

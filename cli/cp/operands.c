@@ -56,7 +56,7 @@ static char *parents_path(const struct cp_opts *o, const char *dir, const char *
 		if (stat(dst + skip, &st) < 0) {
 			cli_error(errno, "cannot stat %s", cli_quote(dst + skip));
 			rc = -1;
-		} else if (mkdir(dst, (st.st_mode & 07777) & ~o->umask) == 0) {
+		} else if (mkdir(dst, cp_new_mode(o, &st, 07777) & ~o->umask) == 0) {
 			const struct cp_at from = { AT_FDCWD, dst + skip, dst + skip, false },
 					   to = { AT_FDCWD, dst, dst, false };
 

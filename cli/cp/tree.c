@@ -97,7 +97,9 @@ static int make_dir(struct cp_tree *t, const struct cp_at *src, const struct cp_
 static int dir_mode(const struct cp_opts *o, const struct cp_at *dst, const struct stat *st,
 		    mode_t inherited)
 {
-	if (fchmodat(dst->dir, dst->name, (st->st_mode & 01777 & ~o->umask) | inherited, 0) < 0) {
+	mode_t mode = cp_new_mode(o, st, 01777) & ~o->umask;
+
+	if (fchmodat(dst->dir, dst->name, mode | inherited, 0) < 0) {
 		cli_error(errno, "setting permissions for %s", cli_quote(dst->path));
 		return -1;
 	}

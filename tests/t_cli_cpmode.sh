@@ -1,0 +1,33 @@
+#!/bin/sh
+# psplice cp and the modes of what it makes, GNU cp 9.1's: --no-preserve=mode
+# gives a new file 0666 and a new directory 0777, less the umask, whatever
+# SOURCE's (with -a too, and --parents' directories), until a later -p,
+# -a or --preserve=mode keeps it again.
+# $1 is the scratch directory, the CLI is $PSPLICE_BIN.
+[ -z "${BASH_VERSION:-}" ] && command -v bash >/dev/null && exec bash "$0" "$@"
+name=t_cli_cpmode; . "$(dirname "$0")/cli-lib.sh"
+
+# mode LINE WANT PATH: PATH's permission bits, in octal
+mode() { is "$1" "$2" "$(stat -c %a "$3")"; }
+
+# --- --no-preserve=mode ---------------------------------------------------------
+echo a >f; chmod 600 f; mkdir d; echo b >d/g; chmod 700 d/g; chmod 705 d; mkfifo p
+chmod 600 p
+"$P" cp --no-preserve=mode f f1 2>err; rc=$?; rc_is $LINENO 0; mode $LINENO 644 f1
+"$P" cp -a --no-preserve=mode f f2 2>err; rc=$?; rc_is $LINENO 0; mode $LINENO 644 f2
+for o in -a -R; do
+	"$P" cp $o --no-preserve=mode d d$o 2>err; rc=$?; rc_is $LINENO 0
+	mode $LINENO 755 d$o; mode $LINENO 644 d$o/g
+	"$P" cp $o --no-preserve=mode p p$o 2>err; rc=$?; rc_is $LINENO 0
+	mode $LINENO 644 p$o
+done
+mkdir e; "$P" cp --parents --no-preserve=mode d/g e 2>err; rc=$?; rc_is $LINENO 0
+mode $LINENO 755 e/d; mode $LINENO 644 e/d/g
+# The last of them decides.
+chmod 4755 f
+"$P" cp --preserve=mode --no-preserve=mode f f3 2>err; rc=$?; rc_is $LINENO 0; mode $LINENO 644 f3
+"$P" cp --no-preserve=mode --preserve=mode f f4 2>err; rc=$?; rc_is $LINENO 0; mode $LINENO 4755 f4
+"$P" cp --no-preserve=mode,ownership -p f f5 2>err; rc=$?; rc_is $LINENO 0; mode $LINENO 4755 f5
+# Without it, a new file has SOURCE's bits less the umask.
+chmod 600 f; "$P" cp f f6 2>err; rc=$?; rc_is $LINENO 0; mode $LINENO 600 f6
+exit 0
