@@ -4,7 +4,9 @@
 # not put in its place ("cannot create symbolic link 'f': File exists",
 # exit 1) unless -f or --remove-destination asks for it; a backup that
 # would be the SOURCE itself is refused ("backing up 'a' might destroy
-# source;  'a~' not copied", exit 1), the source intact.
+# source;  'a~' not copied", exit 1), the source intact; a DST that -u
+# leaves, as newer than SOURCE, stands for SOURCE's copy: SOURCE's other
+# hard links are linked to it (-au: one inode, two names).
 # $1 is the scratch directory, the CLI is $PSPLICE_BIN.
 [ -z "${BASH_VERSION:-}" ] && command -v bash >/dev/null && exec bash "$0" "$@"
 name=t_cli_cpdest; . "$(dirname "$0")/cli-lib.sh"
@@ -44,4 +46,16 @@ done
 rm -rf ./*; echo a >a; echo t >'a~'
 "$P" cp --backup=numbered 'a~' a 2>err; rc=$?
 rc_is $LINENO 0; is $LINENO t "$(cat a)"; is $LINENO a "$(cat a.~1~)"; is $LINENO t "$(cat 'a~')"
+
+# --- -u: a DST left stands for the copy -------------------------------------
+rm -rf ./*; mkdir -p s t/s; echo x >s/f; ln s/f s/g; echo y >t/s/f
+touch -d 2000-01-01 s/f
+"$P" cp -au s t 2>err; rc=$?
+rc_is $LINENO 0; err_is $LINENO
+is $LINENO "$(stat -c %i t/s/f) 2" "$(stat -c %i t/s/g) $(stat -c %h t/s/f)"
+is $LINENO y "$(cat t/s/g)"
+# -n leaves it too, but as no copy: g is copied (GNU's).
+rm -rf t; mkdir -p t/s; echo y >t/s/f
+"$P" cp -an s t 2>err; rc=$?
+rc_is $LINENO 0; is $LINENO "y x 1" "$(cat t/s/f) $(cat t/s/g) $(stat -c %h t/s/g)"
 exit 0

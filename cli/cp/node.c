@@ -230,6 +230,8 @@ int cp_nondir(const struct cp_opts *o, const struct cp_at *src, const struct cp_
 		return rc;
 	}
 	rc = cp_made(o, src, dst, st, follow, top);
-	cp_links_made(o->links, st, rc > 0);
+	/* A DST -u left, as newer than SOURCE, stands for its copy: the
+	 * other names link to it, as in cp(1) (-n's and -i's do not). */
+	cp_links_made(o->links, st, rc > 0 || (rc == 0 && o->update && o->clobber == CP_CLOBBER));
 	return rc;
 }
