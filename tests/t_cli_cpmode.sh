@@ -2,7 +2,9 @@
 # psplice cp and the modes of what it makes, GNU cp 9.1's: --no-preserve=mode
 # gives a new file 0666 and a new directory 0777, less the umask, whatever
 # SOURCE's (with -a too, and --parents' directories), until a later -p,
-# -a or --preserve=mode keeps it again.
+# -a or --preserve=mode keeps it again. -p by a user who cannot keep
+# SOURCE's owner and group drops the set-user-ID and set-group-ID bits
+# (both, if either is lost), and keeps them when both are kept.
 # $1 is the scratch directory, the CLI is $PSPLICE_BIN.
 [ -z "${BASH_VERSION:-}" ] && command -v bash >/dev/null && exec bash "$0" "$@"
 name=t_cli_cpmode; . "$(dirname "$0")/cli-lib.sh"
@@ -30,4 +32,22 @@ chmod 4755 f
 "$P" cp --no-preserve=mode,ownership -p f f5 2>err; rc=$?; rc_is $LINENO 0; mode $LINENO 4755 f5
 # Without it, a new file has SOURCE's bits less the umask.
 chmod 600 f; "$P" cp f f6 2>err; rc=$?; rc_is $LINENO 0; mode $LINENO 600 f6
+
+# --- -p by a user who cannot keep the owner -----------------------------------
+# runs CMD... as nobody (uid and gid 65534, no other group)
+as_nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
+if [ "$(id -u)" != 0 ] || ! command -v setpriv >/dev/null || ! as_nobody true 2>/dev/null; then
+	skip "not root, or no setpriv: -p by another user not checked"
+	exit 0
+fi
+rm -rf ./*; chmod 777 .
+# owner:group of SOURCE, and the mode its copy by nobody gets
+for og in 0:0 0:65534 65534:0 65534:65534; do
+	echo x >s; chown $og s; chmod 6755 s
+	want=755; [ $og = 65534:65534 ] && want=6755
+	as_nobody "$P" cp -p s c 2>err; rc=$?
+	rc_is $LINENO 0; err_is $LINENO
+	is $LINENO "$want 65534:65534" "$(stat -c %a c) $(stat -c %u:%g c)"
+	rm -f s c
+done
 exit 0

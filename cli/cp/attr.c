@@ -277,18 +277,21 @@ static bool root(void)
  * gets SOURCE's group only if they are in it, as with cp -p. A DST already
  * SOURCE's (as a copy made by its owner is) is left as it is: a DST whose
  * stat is known was written, which cleared its set-ID bits and capability
- * as chown would have. */
+ * as chown would have. The set-ID bits the mode may not keep: both, unless
+ * DST has SOURCE's owner and group (a set-user-ID program of another's
+ * would run as its copier, as cp(1) will not let it); -1 on error. */
 static int keep_owner(const struct xa_end *to, const char *dst, const struct stat *st)
 {
 	const struct stat *now = to->now;
-	bool su = root();
+	bool su = root(), uid, gid;
 
 	if (now && now->st_gid == st->st_gid && (!su || now->st_uid == st->st_uid))
-		return 0;
+		return now->st_uid == st->st_uid ? 0 : S_ISUID | S_ISGID;
 	if (!su) {
 		/* Not in SOURCE's group: the copy keeps ours. */
-		(void)end_chown(to, (uid_t)-1, st->st_gid);
-		return 0;
+		gid = end_chown(to, (uid_t)-1, st->st_gid) == 0;
+		uid = (now ? now->st_uid : geteuid()) == st->st_uid;
+		return uid && gid ? 0 : S_ISUID | S_ISGID;
 	}
 	if (end_chown(to, st->st_uid, st->st_gid) < 0) {
 		cli_error(errno, "failed to preserve ownership for %s", cli_quote(dst));
@@ -299,9 +302,9 @@ static int keep_owner(const struct xa_end *to, const char *dst, const struct sta
 
 /* The mode and its ACLs; a symbolic link has none of its own. */
 static int keep_mode(const struct xa_end *from, const struct xa_end *to, const char *dst,
-		     const struct stat *st, int listed)
+		     const struct stat *st, int listed, mode_t drop)
 {
-	mode_t mode = st->st_mode & 07777;
+	mode_t mode = st->st_mode & 07777 & ~drop;
 
 	if (S_ISLNK(st->st_mode))
 		return 0;
@@ -325,9 +328,9 @@ static int keep(const struct cp_opts *o, const struct xa_end *from, const struct
 	const struct timespec times[2] = { st->st_atim, st->st_mtim };
 	char *names = NULL;
 	ssize_t len = -1; /* SOURCE's names, not listed */
-	int rc = -1;
+	int rc = -1, drop = 0;
 
-	if ((o->keep & CP_KEEP_OWNER) && keep_owner(to, dst, st) < 0)
+	if ((o->keep & CP_KEEP_OWNER) && (drop = keep_owner(to, dst, st)) < 0)
 		return -1;
 	if (o->keep & CP_KEEP_XATTR) {
 		len = xa_names(from, &names);
@@ -336,7 +339,7 @@ static int keep(const struct cp_opts *o, const struct xa_end *from, const struct
 	}
 	/* The names listed tell whether SOURCE has an ACL, too. */
 	if ((o->keep & CP_KEEP_MODE) &&
-	    keep_mode(from, to, dst, st, acl_listed(from, st, names, len)) < 0)
+	    keep_mode(from, to, dst, st, acl_listed(from, st, names, len), (mode_t)drop) < 0)
 		goto out;
 	if ((o->keep & CP_KEEP_TIMES) && end_utimens(to, times) < 0) {
 		cli_error(errno, "preserving times for %s", cli_quote(dst));
