@@ -4,7 +4,10 @@
 # SOURCE's (with -a too, and --parents' directories), until a later -p,
 # -a or --preserve=mode keeps it again. -p by a user who cannot keep
 # SOURCE's owner and group drops the set-user-ID and set-group-ID bits
-# (both, if either is lost), and keeps them when both are kept.
+# (both, if either is lost), and keeps them when both are kept. While a
+# copy that keeps the owner is written, only its owner may read it
+# (-rw-------): its group and owner are not SOURCE's yet; its mode is
+# set at the end (-rw-r--r-- for a 644 FIFO read with --copy-contents).
 # $1 is the scratch directory, the CLI is $PSPLICE_BIN.
 [ -z "${BASH_VERSION:-}" ] && command -v bash >/dev/null && exec bash "$0" "$@"
 name=t_cli_cpmode; . "$(dirname "$0")/cli-lib.sh"
@@ -32,6 +35,21 @@ chmod 4755 f
 "$P" cp --no-preserve=mode,ownership -p f f5 2>err; rc=$?; rc_is $LINENO 0; mode $LINENO 4755 f5
 # Without it, a new file has SOURCE's bits less the umask.
 chmod 600 f; "$P" cp f f6 2>err; rc=$?; rc_is $LINENO 0; mode $LINENO 600 f6
+
+# --- a copy that keeps the owner is private while it is written --------------
+rm -rf ./*; mkfifo p; chmod 644 p
+for o in -p --preserve=ownership; do
+	"$P" cp $o --copy-contents p c 2>err &
+	pid=$!
+	exec 7>p
+	echo data >&7
+	i=0; while [ ! -s c ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+	is $LINENO "-rw-------" "$(stat -c %A c)"
+	exec 7>&-
+	wait $pid; rc=$?
+	rc_is $LINENO 0; is $LINENO "-rw-r--r-- data" "$(stat -c %A c) $(cat c)"
+	rm -f c
+done
 
 # --- -p by a user who cannot keep the owner -----------------------------------
 # runs CMD... as nobody (uid and gid 65534, no other group)

@@ -366,6 +366,21 @@ static int durable(const struct data *d)
 	return synced(j, level);
 }
 
+/* A DST made private while it was written (open_target) gets the mode it
+ * would have had, when --preserve has not given it SOURCE's. */
+static int private_end(const struct cp_job *j, int out)
+{
+	const struct cp_opts *o = j->o;
+
+	if (!j->created || !(o->keep & CP_KEEP_OWNER) || (o->keep & CP_KEEP_MODE))
+		return 0;
+	if (fchmod(out, cp_new_mode(o, &j->st, 0777) & ~o->umask) < 0) {
+		cli_error(errno, "setting permissions for %s", cli_quote(j->dst));
+		return -1;
+	}
+	return 0;
+}
+
 /* The data is in: -v, --preserve, --sync. */
 static int copied(struct data *d)
 {
@@ -379,7 +394,8 @@ static int copied(struct data *d)
 	/* A reflink, or --attributes-only, wrote nothing to pace. */
 	if (j->o->verbose && d->c.method != PSPLICE_METHOD_CLONE && !j->o->attrs_only)
 		say_paced(j, d->wb != NULL);
-	if (j->o->keep && cp_preserve(j->o, &src, &dst, &j->st, fd) < 0) {
+	if (j->o->keep && (cp_preserve(j->o, &src, &dst, &j->st, fd) < 0 ||
+			   private_end(j, d->out) < 0)) {
 		/* The data is in: a copy without all of SOURCE's attributes
 		 * stays, as with cp(1). */
 		j->created = false;

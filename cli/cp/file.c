@@ -85,6 +85,12 @@ static int open_target(struct cp_job *j, bool exists, bool top)
 	mode_t mode = cp_new_mode(j->o, &j->st, 0777);
 	int fd;
 
+	/* A copy that keeps the owner is ours, with our group, until its
+	 * data is in: no one else reads it meanwhile (private_end in data.c sets
+	 * its mode then), as cp(1) keeps it. */
+	if (j->o->keep & CP_KEEP_OWNER)
+		mode &= S_IRWXU;
+
 	if (exists)
 		return open_existing(j, mode, top);
 	fd = openat(j->dst_dir, j->dst_name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
