@@ -8,6 +8,9 @@
 # copy that keeps the owner is written, only its owner may read it
 # (-rw-------): its group and owner are not SOURCE's yet; its mode is
 # set at the end (-rw-r--r-- for a 644 FIFO read with --copy-contents).
+# --parents -p gives each directory of the path, made or there already,
+# its SOURCE's mode and times, once the file is in; a path through a file
+# is refused before anything is made.
 # $1 is the scratch directory, the CLI is $PSPLICE_BIN.
 [ -z "${BASH_VERSION:-}" ] && command -v bash >/dev/null && exec bash "$0" "$@"
 name=t_cli_cpmode; . "$(dirname "$0")/cli-lib.sh"
@@ -35,6 +38,23 @@ chmod 4755 f
 "$P" cp --no-preserve=mode,ownership -p f f5 2>err; rc=$?; rc_is $LINENO 0; mode $LINENO 4755 f5
 # Without it, a new file has SOURCE's bits less the umask.
 chmod 600 f; "$P" cp f f6 2>err; rc=$?; rc_is $LINENO 0; mode $LINENO 600 f6
+
+# --- --parents ------------------------------------------------------------------
+rm -rf ./*; mkdir -p a/b/d e/a; echo x >a/b/d/foo; chmod 755 a; chmod 750 e/a
+touch -d 2001-01-01 a a/b a/b/d
+"$P" cp -p --parents a/b/d/foo e 2>err; rc=$?
+rc_is $LINENO 0; err_is $LINENO
+for x in a a/b a/b/d; do
+	is $LINENO "$(stat -c '%a %Y' $x)" "$(stat -c '%a %Y' e/$x)"
+done
+# Without -p, a directory there is left as it is.
+rm -rf e; mkdir -p e/a; chmod 750 e/a
+"$P" cp --parents a/b/d/foo e 2>err; rc=$?
+rc_is $LINENO 0; mode $LINENO 750 e/a; mode $LINENO 755 e/a/b
+rm -rf ./*; echo x >f; mkdir d
+"$P" cp --parents f/g d 2>err; rc=$?
+rc_is $LINENO 1; err_is $LINENO "psplice: failed to get attributes of 'f': Not a directory"
+is $LINENO "" "$(ls -A d)"
 
 # --- a copy that keeps the owner is private while it is written --------------
 rm -rf ./*; mkfifo p; chmod 644 p

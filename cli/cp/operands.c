@@ -34,15 +34,10 @@ static char *path_in_dir(const char *dir, const char *src)
 	return p;
 }
 
-/* --parents: "dir" + "a/b/f" -> "dir/a/b/f", with dir/a and dir/a/b made
- * when missing, each with the mode of the directory it stands for (less
- * the umask, unless the mode is kept). */
-static char *parents_path(const struct cp_opts *o, const char *dir, const char *src)
+/* --parents: dst, DIRECTORY/SOURCE, and skip, where SOURCE starts in it. */
+static char *parents_join(const char *dir, const char *src, size_t *skip)
 {
-	char *dst, *slash;
-	size_t skip;
-	struct stat st;
-	int rc = 0;
+	char *dst;
 
 	while (*src == '/')
 		src++;
@@ -50,23 +45,41 @@ static char *parents_path(const struct cp_opts *o, const char *dir, const char *
 		cli_error(ENOMEM, "cannot copy %s", cli_quote(src));
 		return NULL;
 	}
-	skip = strlen(dst) - strlen(src);
-	for (slash = strchr(dst + skip, '/'); slash && !rc; slash = strchr(slash + 1, '/')) {
-		*slash = '\0';
-		if (stat(dst + skip, &st) < 0) {
-			cli_error(errno, "cannot stat %s", cli_quote(dst + skip));
-			rc = -1;
-		} else if (mkdir(dst, cp_new_mode(o, &st, 07777) & ~o->umask) == 0) {
-			const struct cp_at from = { AT_FDCWD, dst + skip, dst + skip, false },
-					   to = { AT_FDCWD, dst, dst, false };
+	*skip = strlen(dst) - strlen(src);
+	return dst;
+}
 
-			if (o->keep)
-				rc = cp_preserve(o, &from, &to, &st, NULL);
-		} else if (errno != EEXIST || stat(dst, &st) < 0 || !S_ISDIR(st.st_mode)) {
-			cli_error(errno == EEXIST ? ENOTDIR : errno, "cannot make directory %s",
-				  cli_quote(dst));
-			rc = -1;
-		}
+/* One directory of the path, dst (its SOURCE at dst + skip): made when
+ * missing, with the mode of the directory it stands for (less the umask,
+ * unless the mode is kept, which parents_keep gives it). SOURCE's must be
+ * a directory, looked at before anything is made. */
+static int parent_dir(const struct cp_opts *o, const char *dst, size_t skip)
+{
+	struct stat st;
+
+	if (stat(dst + skip, &st) < 0 || (!S_ISDIR(st.st_mode) && (errno = ENOTDIR))) {
+		cli_error(errno, "failed to get attributes of %s", cli_quote(dst + skip));
+		return -1;
+	}
+	if (mkdir(dst, cp_new_mode(o, &st, 07777) & ~o->umask) == 0 ||
+	    (errno == EEXIST && stat(dst, &st) == 0 && S_ISDIR(st.st_mode)))
+		return 0;
+	cli_error(errno == EEXIST ? ENOTDIR : errno, "cannot make directory %s", cli_quote(dst));
+	return -1;
+}
+
+/* --parents: "dir" + "a/b/f" -> "dir/a/b/f", with dir/a and dir/a/b made
+ * when missing; *skip: where SOURCE starts in it. */
+static char *parents_path(const struct cp_opts *o, const char *dir, const char *src,
+			  size_t *skip)
+{
+	char *dst = parents_join(dir, src, skip), *slash;
+	int rc = 0;
+
+	for (slash = dst ? strchr(dst + *skip, '/') : NULL; slash && !rc;
+	     slash = strchr(slash + 1, '/')) {
+		*slash = '\0';
+		rc = parent_dir(o, dst, *skip);
 		*slash = '/';
 	}
 	if (rc < 0) {
@@ -74,6 +87,31 @@ static char *parents_path(const struct cp_opts *o, const char *dir, const char *
 		return NULL;
 	}
 	return dst;
+}
+
+/* --parents with --preserve: each directory of the path, made or there
+ * already, gets its SOURCE's attributes, as cp(1) gives them, once the
+ * copy is in (which changed the last one's times). */
+static int parents_keep(const struct cp_opts *o, char *dst, size_t skip)
+{
+	struct stat st;
+	char *slash;
+	int rc = 0;
+
+	for (slash = strchr(dst + skip, '/'); slash; slash = strchr(slash + 1, '/')) {
+		const struct cp_at from = { AT_FDCWD, dst + skip, dst + skip, false },
+				   to = { AT_FDCWD, dst, dst, false };
+
+		*slash = '\0';
+		if (stat(dst + skip, &st) < 0) {
+			cli_error(errno, "failed to get attributes of %s", cli_quote(dst + skip));
+			rc = -1;
+		} else if (cp_preserve(o, &from, &to, &st, NULL) < 0) {
+			rc = -1;
+		}
+		*slash = '/';
+	}
+	return rc;
 }
 
 /* DST/ names a directory: one that is not there, or a file, is "Not a
@@ -151,6 +189,7 @@ static int cp_into(const struct cp_opts *opts, char **srcs, int n, const char *d
 {
 	struct cp_opts with = *opts, *o = &with;
 	char *dst;
+	size_t skip = 0;
 	int i, made, rc = 0;
 
 	if (n > 1 && !(with.made = cp_made_new())) {
@@ -160,7 +199,7 @@ static int cp_into(const struct cp_opts *opts, char **srcs, int n, const char *d
 	for (i = 0; i < n; i++) {
 		if (o->strip_slashes)
 			strip_slashes(srcs[i]);
-		dst = o->parents ? parents_path(o, dir, srcs[i]) : path_in_dir(dir, srcs[i]);
+		dst = o->parents ? parents_path(o, dir, srcs[i], &skip) : path_in_dir(dir, srcs[i]);
 		if (!dst) {
 			if (!o->parents)
 				cli_error(ENOMEM, "cannot copy %s", cli_quote(srcs[i]));
@@ -169,6 +208,8 @@ static int cp_into(const struct cp_opts *opts, char **srcs, int n, const char *d
 		}
 		made = cp_top(o, srcs[i], dst);
 		if (made < 0 || (made > 0 && o->made && remember(o, srcs[i], dst) < 0))
+			rc = -1;
+		if (made >= 0 && o->parents && o->keep && parents_keep(o, dst, skip) < 0)
 			rc = -1;
 		free(dst);
 	}
