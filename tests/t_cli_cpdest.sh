@@ -6,7 +6,9 @@
 # would be the SOURCE itself is refused ("backing up 'a' might destroy
 # source;  'a~' not copied", exit 1), the source intact; a DST that -u
 # leaves, as newer than SOURCE, stands for SOURCE's copy: SOURCE's other
-# hard links are linked to it (-au: one inode, two names).
+# hard links are linked to it (-au: one inode, two names). -i asks about
+# a directory where a file goes, as about any DST, before it says that
+# it cannot overwrite it.
 # $1 is the scratch directory, the CLI is $PSPLICE_BIN.
 [ -z "${BASH_VERSION:-}" ] && command -v bash >/dev/null && exec bash "$0" "$@"
 name=t_cli_cpdest; . "$(dirname "$0")/cli-lib.sh"
@@ -58,4 +60,15 @@ is $LINENO y "$(cat t/s/g)"
 rm -rf t; mkdir -p t/s; echo y >t/s/f
 "$P" cp -an s t 2>err; rc=$?
 rc_is $LINENO 0; is $LINENO "y x 1" "$(cat t/s/f) $(cat t/s/g) $(stat -c %h t/s/g)"
+
+# --- -i and a directory in a file's place ---------------------------------------
+rm -rf ./*; mkdir -p a b/a/f k/g; echo x >a/f; echo x >g
+echo n | "$P" cp -iR a b 2>err; rc=$?
+rc_is $LINENO 0; is $LINENO "psplice: overwrite 'b/a/f'? " "$(cat err)"
+echo y | "$P" cp -iR a b 2>err; rc=$?
+rc_is $LINENO 1
+is $LINENO "psplice: overwrite 'b/a/f'? psplice: cannot overwrite directory 'b/a/f' with non-directory" "$(cat err)"
+echo n | "$P" cp -i g k 2>err; rc=$?
+rc_is $LINENO 0; is $LINENO "psplice: overwrite 'k/g'? " "$(cat err)"
+[ -d b/a/f ] && [ -d k/g ] || fail $LINENO "a directory was replaced"
 exit 0

@@ -306,13 +306,14 @@ int cp_existing(const struct cp_opts *o, const char *src, const struct cp_at *ds
 	if (o->clobber == CP_NO_CLOBBER ||
 	    (o->update && timespec_cmp(&d->st_mtim, &st->st_mtim) >= 0))
 		return 0;
+	/* Asked first, even about a directory, as cp(1) asks: no keeps it. */
+	if (o->clobber == CP_INTERACTIVE && (answer = ask(o, dst, d)) <= 0)
+		return answer;
 	if (S_ISDIR(d->st_mode)) {
 		cli_error(0, "cannot overwrite directory %s with non-directory",
 			  cli_quote(dst->path));
 		return -1;
 	}
-	if (o->clobber == CP_INTERACTIVE && (answer = ask(o, dst, d)) <= 0)
-		return answer;
 	if (made)
 		return refuse_made(src, dst, &ds, through && !o->remove_dest);
 	if (o->backup != CP_BACKUP_NONE)
