@@ -98,13 +98,13 @@ err_is $LINENO "psplice: error writing 'standard output': Broken pipe"
 # --- cp ----------------------------------------------------------------
 "$P" cp a a2 2>err; rc=$?
 rc_is $LINENO 0; same $LINENO a a2; err_is $LINENO
-"$P" cp -v a a3 2>err; rc=$?
+"$P" cp --debug a a3 2>err >/dev/null; rc=$?
 rc_is $LINENO 0; same $LINENO a a3
 grep -Eqx "psplice: 'a' -> 'a3': 1,048,576 bytes by $methods" err ||
 	fail $LINENO "-v line: $(cat err)"
 
 # into a directory, under the source's name, with or without the slash
-"$P" cp -v b dir 2>err; rc=$?
+"$P" cp --debug b dir 2>err >/dev/null; rc=$?
 rc_is $LINENO 0; same $LINENO b dir/b
 grep -Eqx "psplice: 'b' -> 'dir/b': 70,001 bytes by $methods" err ||
 	fail $LINENO "-v line: $(cat err)"
@@ -121,7 +121,7 @@ cp a old; chmod 604 old
 rc_is $LINENO 0; same $LINENO b old; is $LINENO 604 "$(stat -c %a old)"
 
 # from a pipe (not a regular file)
-cat b | "$P" cp -v /dev/stdin fromstdin 2>err; rc=$?
+cat b | "$P" cp --debug /dev/stdin fromstdin 2>err >/dev/null; rc=$?
 rc_is $LINENO 0; same $LINENO b fromstdin
 grep -Eqx "psplice: '/dev/stdin' -> 'fromstdin': 70,001 bytes by $methods" err ||
 	fail $LINENO "-v line: $(cat err)"

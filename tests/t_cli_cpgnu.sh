@@ -336,7 +336,7 @@ ao_cases() {
 	side $LINENO setup_ao --attributes-only src src
 	# -v: no bytes, and no word of write-behind, even for a file it would pace
 	head -c 9M /dev/zero >big
-	"$P" cp -v --attributes-only --write-behind big vb 2>err; rc=$?
+	"$P" cp --debug --attributes-only --write-behind big vb 2>err >/dev/null; rc=$?
 	rc_is $LINENO 0; err_is $LINENO "psplice: 'big' -> 'vb': 0 bytes"
 	is $LINENO 0 "$(stat -c %s vb)"
 	rm -f big vb

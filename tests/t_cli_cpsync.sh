@@ -1,5 +1,5 @@
 #!/bin/sh
-# psplice cp --sync and write-behind: --sync=data and =full succeed and -v
+# psplice cp --sync and write-behind: --sync=data and =full succeed and --debug
 # names the level, a bad --sync is a usage error, a large copy is
 # byte-identical with and without write-behind, and write-behind really ran:
 # the destination's pages left the page cache, which they do not without it.
@@ -19,19 +19,19 @@ rc_is $LINENO 0; same $LINENO a o.full; err_is $LINENO
 "$P" cp --sync=none a o.none 2>err; rc=$?
 rc_is $LINENO 0; same $LINENO a o.none; err_is $LINENO
 
-# -v: the copy line, then the level reached; none adds no line
-"$P" cp -v --sync=data a v.data 2>err; rc=$?
+# --debug: the copy line, then the level reached; none adds no line
+"$P" cp --debug --sync=data a v.data 2>err >/dev/null; rc=$?
 rc_is $LINENO 0; same $LINENO a v.data
 grep -Eqx "psplice: 'a' -> 'v.data': 1,048,576 bytes by $methods" err ||
-	fail $LINENO "-v copy line: $(cat err)"
+	fail $LINENO "--debug copy line: $(cat err)"
 [ "$(sed -n 2p err)" = "psplice: 'v.data': data-durable" ] || fail $LINENO "level: $(cat err)"
-[ "$(wc -l <err)" -eq 2 ] || fail $LINENO "-v: $(cat err)"
-"$P" cp -v --sync=full a dir 2>err; rc=$?
+[ "$(wc -l <err)" -eq 2 ] || fail $LINENO "--debug: $(cat err)"
+"$P" cp --debug --sync=full a dir 2>err >/dev/null; rc=$?
 rc_is $LINENO 0; same $LINENO a dir/a
 [ "$(sed -n 2p err)" = "psplice: 'dir/a': file-durable" ] || fail $LINENO "level: $(cat err)"
-"$P" cp -v --sync=none a v.none 2>err; rc=$?
+"$P" cp --debug --sync=none a v.none 2>err >/dev/null; rc=$?
 rc_is $LINENO 0
-[ "$(wc -l <err)" -eq 1 ] || fail $LINENO "--sync=none -v: $(cat err)"
+[ "$(wc -l <err)" -eq 1 ] || fail $LINENO "--sync=none --debug: $(cat err)"
 
 # a bad level is a usage error, and nothing is copied
 "$P" cp --sync=bogus a bad 2>err; rc=$?
@@ -72,10 +72,10 @@ elif [ "$fs" = tmpfs ] || [ "$fs" = ramfs ]; then
 	skip "page cache checks: the scratch directory is on $fs"; cache_check=
 fi
 
-"$P" cp -v --write-behind big wb 2>err; rc=$?
+"$P" cp --debug --write-behind big wb 2>err >/dev/null; rc=$?
 rc_is $LINENO 0
 grep -Eqx "psplice: 'big' -> 'wb': 100,663,296 bytes by $methods" err ||
-	fail $LINENO "-v line: $(cat err)"
+	fail $LINENO "--debug line: $(cat err)"
 # Before cmp reads it back in: write-behind dropped each chunk once it was
 # written. A reflink writes nothing and caches nothing either way.
 if [ -n "$cache_check" ]; then
@@ -98,8 +98,8 @@ fi
 same $LINENO big nowb
 
 # the final sync is write-behind's (on with --sync past one chunk), and
-# -v says what it reached
-"$P" cp -v --sync=full big wbfull 2>err; rc=$?
+# --debug says what it reached
+"$P" cp --debug --sync=full big wbfull 2>err >/dev/null; rc=$?
 rc_is $LINENO 0; same $LINENO big wbfull
 if ! grep -Eq "by clone$" err; then
 	is $LINENO "psplice: 'wbfull': write-behind: on (96.0 MiB, past the --sync threshold 8.0 MiB)" \

@@ -3,8 +3,8 @@
 # kernel's dirty background threshold (a 16 MiB copy is left to the kernel),
 # lowered in a memory cgroup with a small limit (there the same copy is
 # paced); --write-behind[=SIZE] forces it, --no-write-behind forbids it,
-# --sync starts it past one chunk. -v says which and why, and strace agrees:
-# sync_file_range(2) is called exactly when -v says "on". Every copy is
+# --sync starts it past one chunk. --debug says which and why, and strace agrees:
+# sync_file_range(2) is called exactly when --debug says "on". Every copy is
 # byte-identical. $1 is the scratch directory, the CLI is $PSPLICE_BIN.
 # Silent on pass, but for checks it cannot make, which say why.
 [ -z "${BASH_VERSION:-}" ] && command -v bash >/dev/null && exec bash "$0" "$@"
@@ -14,19 +14,19 @@ command -v strace >/dev/null || { echo "$name: SKIP strace not found"; exit 77; 
 head -c 16777216 /dev/urandom >a
 head -c 4096 /dev/urandom >small
 
-# cpwb LINE ON|OFF WANT ARGS...: psplice cp -v --reflink=never ARGS a o
+# cpwb LINE ON|OFF WANT ARGS...: psplice cp --debug --reflink=never ARGS a o
 # (reflink=never: a reflink writes nothing, and so is never paced); the
-# write-behind line of -v is WANT (a regular expression, whole line),
+# write-behind line of --debug is WANT (a regular expression, whole line),
 # sync_file_range ran exactly when ON, and the copy is a's bytes.
 cpwb() {
 	l=$1 on=$2 want=$3; shift 3
 	rm -f o trace
 	ASAN_OPTIONS=detect_leaks=0 strace -f -qq -o trace -e trace=/sync_file_range \
-		"$P" cp -v --reflink=never "$@" o 2>err; rc=$?
+		"$P" cp --debug --reflink=never "$@" o 2>err >/dev/null; rc=$?
 	rc_is "$l" 0
 	same "$l" "${src:-a}" o
 	grep -Eqx "psplice: 'o': write-behind: $want" err ||
-		fail "$l" "-v: want '$want', got '$(cat err)'"
+		fail "$l" "--debug: want '$want', got '$(cat err)'"
 	if [ "$on" = ON ]; then
 		grep -q sync_file_range trace || fail "$l" "on, but no sync_file_range"
 	else
@@ -37,7 +37,7 @@ cpwb() {
 size='[0-9]+(\.[0-9])? (B|KiB|MiB|GiB|TiB)'
 
 # --- the default: the dirty background threshold ---------------------------
-"$P" cp -v --reflink=never a o 2>err; rc=$?
+"$P" cp --debug --reflink=never a o 2>err >/dev/null; rc=$?
 rc_is $LINENO 0; same $LINENO a o
 # "within 2.3 GiB": the kernel starts no writeback for it either; only a
 # machine with less than ~160 MiB of dirtyable memory (or a cgroup that
@@ -64,13 +64,13 @@ cpwb $LINENO ON "on \(16.0 MiB, past the --sync threshold 8.0 MiB\)" --sync=data
 is $LINENO "psplice: 'o': data-durable" "$(tail -n 1 err)"
 cpwb $LINENO OFF "off \(--no-write-behind\)" --sync=data --no-write-behind a
 
-# a small file, forced: written behind all the same; unforced, -v keeps
+# a small file, forced: written behind all the same; unforced, --debug keeps
 # quiet about a file of less than a chunk, which nothing could pace
 src=small cpwb $LINENO ON "on \(--write-behind\)" --write-behind small
-"$P" cp -v small o2 2>err; rc=$?
+"$P" cp --debug small o2 2>err >/dev/null; rc=$?
 rc_is $LINENO 0; same $LINENO small o2
-! grep -q write-behind err || fail $LINENO "-v on a small file: $(cat err)"
-[ "$(wc -l <err)" -eq 1 ] || fail $LINENO "-v: $(cat err)"
+! grep -q write-behind err || fail $LINENO "--debug on a small file: $(cat err)"
+[ "$(wc -l <err)" -eq 1 ] || fail $LINENO "--debug: $(cat err)"
 
 # a bad SIZE is a usage error, and nothing is copied
 "$P" cp --write-behind=8Q a bad 2>err; rc=$?
@@ -122,12 +122,12 @@ if [ "$(id -u)" -ne 0 ]; then
 elif ! make_cg; then
 	skip "memory cgroup: $why"
 else
-	# in_cg LINE ARGS...: psplice cp -v --reflink=never ARGS a o in it
+	# in_cg LINE ARGS...: psplice cp --debug --reflink=never ARGS a o in it
 	in_cg() {
 		l=$1; shift
 		rm -f o
 		sh -c 'cg=$1; shift; echo $$ >"$cg/cgroup.procs" && exec "$@"' \
-			sh "$cg" "$P" cp -v --reflink=never "$@" a o 2>err; rc=$?
+			sh "$cg" "$P" cp --debug --reflink=never "$@" a o 2>err >/dev/null; rc=$?
 		rc_is "$l" 0; same "$l" a o
 	}
 	in_cg $LINENO

@@ -17,7 +17,7 @@
 enum {
 	OPT_SYNC = 0x200, OPT_WRITE_BEHIND, OPT_NO_WRITE_BEHIND, OPT_REFLINK, OPT_PROGRESS,
 	OPT_PRESERVE, OPT_NO_PRESERVE, OPT_BACKUP, OPT_SPARSE, OPT_PARENTS, OPT_REMOVE_DEST,
-	OPT_ATTRS_ONLY, OPT_STRIP_SLASHES, OPT_COPY_CONTENTS
+	OPT_ATTRS_ONLY, OPT_STRIP_SLASHES, OPT_COPY_CONTENTS, OPT_DEBUG
 };
 
 static const struct option longopts[] = {
@@ -27,6 +27,7 @@ static const struct option longopts[] = {
 	{ "no-write-behind", no_argument, NULL, OPT_NO_WRITE_BEHIND },
 	{ "progress", no_argument, NULL, OPT_PROGRESS },
 	{ "verbose", no_argument, NULL, 'v' },
+	{ "debug", no_argument, NULL, OPT_DEBUG },
 	{ "no-clobber", no_argument, NULL, 'n' },
 	{ "interactive", no_argument, NULL, 'i' },
 	{ "force", no_argument, NULL, 'f' },
@@ -195,6 +196,7 @@ static bool opt_what(struct parse *p, int c)
 
 	switch (c) {
 	case 'v': o->verbose = true; break;
+	case OPT_DEBUG: o->verbose = o->debug = true; break;
 	case 'n': o->clobber = CP_NO_CLOBBER; break;
 	case 'i': o->clobber = CP_INTERACTIVE; break;
 	case 'f': o->force = true; break;
@@ -476,10 +478,13 @@ const struct cli_cmd cli_cmd_cp = {
 	"                     copying, then each file's totals (a terminal shows\n"
 	"                     the line unasked, then clears it, for a file of\n"
 	"                     64 MiB or more)\n"
-	"  -v, --verbose      tell on standard error which kernel path moved the\n"
-	"                     bytes, and how many; whether write-behind paced a\n"
-	"                     file of 8 MiB or more, and why; with --sync, the\n"
-	"                     level reached\n"
+	"  -v, --verbose      say each copy made on standard output, as cp(1):\n"
+	"                     'SOURCE' -> 'DEST', with (backup: 'DEST~') and\n"
+	"                     removed 'DEST' lines\n"
+	"      --debug        -v, and on standard error which kernel path moved\n"
+	"                     each file's bytes, and how many; whether\n"
+	"                     write-behind paced a file of 8 MiB or more, and\n"
+	"                     why; with --sync, the level reached\n"
 	"  -x, --one-file-system\n"
 	"                     with -r, copy a directory on another filesystem\n"
 	"                     than its parent (a mount point) empty\n",

@@ -7,15 +7,17 @@
  *   node.c      makes what is not a directory or a regular file
  *   dest.c      what becomes of an existing DST
  *   file.c      opens a regular file's copy; data.c copies its data, in one
- *               of its ways, then -v, --preserve and --sync
+ *               of its ways, then --debug, --preserve and --sync
  *   sparse.c    --sparse=always: blocks of zeros left holes
  *   attr.c      keeps SOURCE's attributes; links.c its hard links
  *   wb.c        what was copied handed to write-behind
  *   parent.c    a path's directory
  *   made.c      the copies this command made of its SOURCE operands
+ *   say.c       -v's lines
  * Calls go one way, down this list's towers: file.c calls data.c and
  * dest.c, which call sparse.c, wb.c and parent.c; tree.c calls names.c
- * and node.c; none calls back up. */
+ * and node.c; say.c is called from all and calls none; none calls back
+ * up. */
 #ifndef CLI_CP_H
 #define CLI_CP_H
 
@@ -83,7 +85,8 @@ struct cp_opts {
 	/* SOURCE... DIRECTORY: the copies made so far of the operands,
 	 * which a later operand may not overwrite; else NULL. */
 	struct cp_made *made;
-	bool verbose;
+	bool verbose;     /* -v: each copy said on stdout, as cp(1) says it */
+	bool debug;       /* --debug: -v, and how each file's data went */
 	enum cp_clobber clobber;
 	bool force;       /* -f: a DST that cannot be opened is replaced */
 	unsigned int keep;  /* CP_KEEP_*: SOURCE's attributes the copy gets */
@@ -111,7 +114,7 @@ struct cp_opts {
 	 * threshold fills memory with the destination's dirty pages, evicting
 	 * everyone else's cache and stalling other writers once writeback
 	 * starts; below it, pacing only slows the copy. wb_why names the
-	 * threshold for -v. */
+	 * threshold for --debug. */
 	int64_t wb_min;
 	const char *wb_why;
 	int progress;     /* 0: none; 1: large files, stderr a tty; 2: --progress */
@@ -166,7 +169,7 @@ int cp_nondir(const struct cp_opts *o, const struct cp_at *src, const struct cp_
 int cp_file(const struct cp_at *src, const struct cp_at *dst, const struct cp_opts *o,
 	    const struct stat *st, bool top);
 /* The data of j's SOURCE in to DST out, by the way that suits them; then
- * -v, --preserve and --sync. 0, or -1 with the error said. */
+ * --debug, --preserve and --sync. 0, or -1 with the error said. */
 int cp_copy_data(struct cp_job *j, int in, int out);
 /* Writeback of what was just copied, n bytes at off, started through wb
  * (NULL: none); its failure is a write error of c. 0 or -1 (wb.c). */
@@ -222,6 +225,13 @@ int cp_links_claim(struct cp_links *l, const struct stat *st, const char *dst, b
 void cp_links_made(struct cp_links *l, const struct stat *st, bool made);
 /* One more name of st's inode was linked to its copy. */
 void cp_links_seen(struct cp_links *l, const struct stat *st);
+
+/* -v: "'src' -> 'dst'" on stdout, and the backup of DST made since the
+ * last line: path (DST's, as shown) and suffix; "removed 'dst'". Nothing
+ * without -v (say.c). */
+void cp_say(const struct cp_opts *o, const char *src, const char *dst);
+void cp_say_backup(const struct cp_opts *o, const char *path, const char *suffix);
+void cp_say_removed(const struct cp_opts *o, const char *dst);
 
 struct cp_made *cp_made_new(void);
 void cp_made_free(struct cp_made *m);

@@ -2,7 +2,7 @@
  * and the two files, then run: a reflink alone (--reflink=always), a
  * reflink the engine falls back from to copy_file_range, or a copy: of
  * SOURCE's extents, its holes kept; of blocks of zeros made holes
- * (sparse.c); in chunks paced by write-behind; or in one call. Then -v,
+ * (sparse.c); in chunks paced by write-behind; or in one call. Then --debug,
  * --preserve and --sync. */
 #include <errno.h>
 #include <fcntl.h>
@@ -281,7 +281,7 @@ static int copy(struct data *d, enum way *way)
 	return run(d, *way);
 }
 
-/* -v: whether write-behind paced the copy of a regular SOURCE, and why;
+/* --debug: whether write-behind paced the copy of a regular SOURCE, and why;
  * said where it could matter, for a SOURCE of a chunk or more. */
 static void say_paced(const struct cp_job *j, bool on)
 {
@@ -330,12 +330,12 @@ out:
 	return rc;
 }
 
-/* --sync=full: the name too. With -v, the level reached. */
+/* --sync=full: the name too. With --debug, the level reached. */
 static int synced(const struct cp_job *j, enum psplice_sync_level level)
 {
 	if ((j->o->sync & PSPLICE_SYNC_METADATA) && sync_dir(j) < 0)
 		return -1;
-	if (j->o->verbose)
+	if (j->o->debug)
 		fprintf(stderr, CLI_NAME ": %s: %s\n", cli_quote(j->dst),
 			psplice_sync_level_name((int)level));
 	return 0;
@@ -381,7 +381,7 @@ static int private_end(const struct cp_job *j, int out)
 	return 0;
 }
 
-/* The data is in: -v, --preserve, --sync. */
+/* The data is in: --debug, --preserve, --sync. */
 static int copied(struct data *d)
 {
 	struct cp_job *j = d->j;
@@ -389,10 +389,10 @@ static int copied(struct data *d)
 	const struct cp_at dst = { j->dst_dir, j->dst_name, j->dst, j->fresh && j->created };
 	const int fd[2] = { d->in, d->out };
 
-	if (j->o->verbose)
+	if (j->o->debug)
 		cli_report(j->src, j->dst, &d->c);
 	/* A reflink, or --attributes-only, wrote nothing to pace. */
-	if (j->o->verbose && d->c.method != PSPLICE_METHOD_CLONE && !j->o->attrs_only)
+	if (j->o->debug && d->c.method != PSPLICE_METHOD_CLONE && !j->o->attrs_only)
 		say_paced(j, d->wb != NULL);
 	if (j->o->keep && (cp_preserve(j->o, &src, &dst, &j->st, fd) < 0 ||
 			   private_end(j, d->out) < 0)) {

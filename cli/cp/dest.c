@@ -166,6 +166,8 @@ static int backup(const struct cp_opts *o, const char *src, const struct cp_at *
 		    renameat(dst->dir, dst->name, dst->dir, name);
 	if (rc < 0)
 		cli_error(errno, "cannot backup %s", cli_quote(dst->path));
+	else
+		cp_say_backup(o, dst->path, name + strlen(dst->name));
 	free(name);
 	return rc;
 }
@@ -200,12 +202,15 @@ static bool other_name(const char *src, const struct cp_at *dst, const struct st
 
 /* --remove-destination: DST goes before anything is made in its place,
  * where -f would have tried to open it first. */
-static int remove_dest(const struct cp_at *dst)
+static int remove_dest(const struct cp_opts *o, const struct cp_at *dst)
 {
-	if (unlinkat(dst->dir, dst->name, 0) < 0 && errno != ENOENT) {
+	if (unlinkat(dst->dir, dst->name, 0) < 0) {
+		if (errno == ENOENT)
+			return 1;
 		cli_error(errno, "cannot remove %s", cli_quote(dst->path));
 		return -1;
 	}
+	cp_say_removed(o, dst->path);
 	return 1;
 }
 
@@ -325,7 +330,7 @@ int cp_existing(const struct cp_opts *o, const char *src, const struct cp_at *ds
 		return -1;
 	}
 	if (o->remove_dest)
-		return remove_dest(dst);
+		return remove_dest(o, dst);
 	*exists = true;
 	return 1;
 }
@@ -350,6 +355,13 @@ static int link_onto_target(const struct cp_opts *o, const struct cp_at *src,
 	return cp_refuse_same(src->path, dst->path);
 }
 
+/* -v: the node about to be made; 1. */
+static int said(const struct cp_opts *o, const struct cp_at *src, const struct cp_at *dst)
+{
+	cp_say(o, src->path, dst->path);
+	return 1;
+}
+
 int cp_make_room(const struct cp_opts *o, const struct cp_at *src, const struct cp_at *dst,
 		 const struct stat *st, const char *what)
 {
@@ -358,13 +370,15 @@ int cp_make_room(const struct cp_opts *o, const struct cp_at *src, const struct 
 
 	/* Nothing there to ask about, keep or remove. */
 	if (dst->fresh)
-		return 1;
+		return said(o, src, dst);
 	rc = link_onto_target(o, src, dst, st);
 	if (rc <= 0)
 		return rc;
 	rc = cp_existing(o, src->path, dst, st, false, &exists);
-	if (rc <= 0 || !exists)
+	if (rc <= 0)
 		return rc;
+	if (!exists)
+		return said(o, src, dst);
 	/* -l of a link copied as a link replaces DST, as cp(1) does. */
 	if (o->link != CP_LINK_NONE && !o->force &&
 	    !(o->link == CP_LINK_HARD && S_ISLNK(st->st_mode))) {
@@ -383,5 +397,6 @@ int cp_make_room(const struct cp_opts *o, const struct cp_at *src, const struct 
 		cli_error(errno, "cannot remove %s", cli_quote(dst->path));
 		return -1;
 	}
-	return 1;
+	cp_say_removed(o, dst->path);
+	return said(o, src, dst);
 }

@@ -116,6 +116,8 @@ static int copy_to(struct cp_job *j, int in, bool top)
 	rc = j->fresh ? 1 : cp_existing(j->o, j->src, &to, &j->st, true, &exists);
 	if (rc <= 0)
 		return rc;
+	/* Said before it is tried, as cp(1) says it. */
+	cp_say(j->o, j->src, j->dst);
 	out = open_target(j, exists, top);
 	if (out < 0)
 		return -1;

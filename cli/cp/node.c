@@ -169,6 +169,7 @@ static int link_earlier(const struct cp_opts *o, const char *earlier, const stru
 		cli_error(errno, "cannot remove %s", cli_quote(dst->path));
 		return -1;
 	}
+	cp_say(o, src->path, dst->path);
 	dir = open_parent(earlier, &base);
 	rc = dir == -1 ? -1 : linkat(dir, base, dst->dir, dst->name, 0);
 	if (rc < 0)

@@ -61,8 +61,13 @@ static int parent_dir(const struct cp_opts *o, const char *dst, size_t skip)
 		cli_error(errno, "failed to get attributes of %s", cli_quote(dst + skip));
 		return -1;
 	}
-	if (mkdir(dst, cp_new_mode(o, &st, 07777) & ~o->umask) == 0 ||
-	    (errno == EEXIST && stat(dst, &st) == 0 && S_ISDIR(st.st_mode)))
+	if (mkdir(dst, cp_new_mode(o, &st, 07777) & ~o->umask) == 0) {
+		/* cp(1)'s words for it, unquoted. */
+		if (o->verbose)
+			printf("%s -> %s\n", dst + skip, dst);
+		return 0;
+	}
+	if (errno == EEXIST && stat(dst, &st) == 0 && S_ISDIR(st.st_mode))
 		return 0;
 	cli_error(errno == EEXIST ? ENOTDIR : errno, "cannot make directory %s", cli_quote(dst));
 	return -1;
