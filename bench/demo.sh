@@ -49,7 +49,7 @@ row() {
 }
 
 plain_cp() { cp "$data" out; }
-psplice_cp() { "$bin" cp -v "$data" out 2>v.cp; }
+psplice_cp() { "$bin" cp --debug "$data" out 2>v.cp >/dev/null; }
 plain_cat() { cat "$data" | cat >/dev/null; }
 psplice_cat() {
 	"$bin" cat --verbose "$data" 2>v.cat1 | "$bin" cat --verbose 2>v.cat2 >/dev/null

@@ -117,10 +117,11 @@ closed 0 "$P" cp -i many.s/a many.s/b many.s/c many.d; rc_is $LINENO 1
 is $LINENO 1 "$(grep -c 'error reading' err)"
 is $LINENO 3 "$(grep -o 'overwrite' err | wc -l)"
 is $LINENO "old old old" "$(cat many.d/a many.d/b many.d/c | tr '\n' ' ' | sed 's/ $//')"
-# cp -v: the report went inside d. Lost, it fails the command, as cp -v
-# fails when its output cannot be written.
+# cp -v: the report, on standard output, went inside d. Lost, it fails the
+# command, as cp -v fails when its output cannot be written.
 printf 'payload\n' > s
-"$P" cp -v s d <&- 2>&-; rc=$?; rc_is $LINENO 1
+"$P" cp -v s d <&- >&- 2>err; rc=$?; rc_is $LINENO 1
+err_is $LINENO "psplice: write error: Bad file descriptor"
 content_is $LINENO d payload
 if [ -n "$gnu" ]; then cp -v s g.d <&- >&- 2>err; rc=$?; rc_is $LINENO 1; fi
 # cat --to: standard input was the socket; cat read its own output.
