@@ -17,7 +17,7 @@
 enum {
 	OPT_SYNC = 0x200, OPT_WRITE_BEHIND, OPT_NO_WRITE_BEHIND, OPT_REFLINK, OPT_PROGRESS,
 	OPT_PRESERVE, OPT_NO_PRESERVE, OPT_BACKUP, OPT_SPARSE, OPT_PARENTS, OPT_REMOVE_DEST,
-	OPT_ATTRS_ONLY, OPT_STRIP_SLASHES, OPT_COPY_CONTENTS, OPT_DEBUG
+	OPT_ATTRS_ONLY, OPT_STRIP_SLASHES, OPT_COPY_CONTENTS, OPT_DEBUG, OPT_CONTEXT
 };
 
 static const struct option longopts[] = {
@@ -52,21 +52,9 @@ static const struct option longopts[] = {
 	{ "strip-trailing-slashes", no_argument, NULL, OPT_STRIP_SLASHES },
 	{ "attributes-only", no_argument, NULL, OPT_ATTRS_ONLY },
 	{ "sparse", required_argument, NULL, OPT_SPARSE },
+	{ "context", optional_argument, NULL, OPT_CONTEXT },
 	CLI_COMMON_LONGOPTS
 };
-
-static unsigned int parse_sync(const struct cli_cmd *cmd, const char *arg)
-{
-	if (!strcmp(arg, "none"))
-		return 0;
-	if (!strcmp(arg, "data"))
-		return PSPLICE_SYNC_DATA;
-	if (!strcmp(arg, "full"))
-		return PSPLICE_SYNC_METADATA;
-	cli_usage_error(cmd, "invalid argument %s for '--sync'\n"
-			"Valid arguments are:\n  - 'none'\n  - 'data'\n  - 'full'",
-			cli_quote(arg));
-}
 
 /* --write-behind[=SIZE]: every file, or files of SIZE or more. */
 static int64_t parse_write_behind(const struct cli_cmd *cmd, const char *arg)
@@ -101,84 +89,6 @@ static void choose_write_behind(struct cp_opts *o)
 	o->wb_why = d.cgroup ? "memory cgroup's dirty background threshold" :
 			       "dirty background threshold";
 }
-
-static enum cp_reflink parse_reflink(const struct cli_cmd *cmd, const char *arg)
-{
-	/* A bare --reflink is --reflink=always, as in cp(1). */
-	if (!arg || !strcmp(arg, "always"))
-		return CP_REFLINK_ALWAYS;
-	if (!strcmp(arg, "auto"))
-		return CP_REFLINK_AUTO;
-	if (!strcmp(arg, "never"))
-		return CP_REFLINK_NEVER;
-	cli_usage_error(cmd, "invalid argument %s for '--reflink'\n"
-			"Valid arguments are:\n  - 'auto'\n  - 'always'\n  - 'never'",
-			cli_quote(arg));
-}
-
-/* --preserve=LIST, --no-preserve=LIST -> CP_KEEP_* */
-static unsigned int parse_keep(const struct cli_cmd *cmd, const char *arg, const char *opt)
-{
-	static const struct { const char *name; unsigned int bits; } attrs[] = {
-		{ "mode", CP_KEEP_MODE }, { "ownership", CP_KEEP_OWNER },
-		{ "timestamps", CP_KEEP_TIMES }, { "links", CP_KEEP_LINKS },
-		{ "xattr", CP_KEEP_XATTR }, { "all", CP_KEEP_ALL },
-	};
-	unsigned int bits = 0, i;
-	size_t len;
-
-	for (;;) {
-		len = strcspn(arg, ",");
-		for (i = 0; i < sizeof(attrs) / sizeof(attrs[0]); i++)
-			if (strlen(attrs[i].name) == len && !strncmp(arg, attrs[i].name, len))
-				break;
-		if (i == sizeof(attrs) / sizeof(attrs[0]))
-			cli_usage_error(cmd, "invalid argument '%.*s' for '%s'\n"
-					"Valid arguments are:\n  - 'mode'\n  - 'ownership'\n"
-					"  - 'timestamps'\n  - 'links'\n  - 'xattr'\n  - 'all'",
-					(int)len, cli_quote(arg) + 1, opt);
-		bits |= attrs[i].bits;
-		if (!arg[len])
-			return bits;
-		arg += len + 1;
-	}
-}
-
-/* --backup=CONTROL (or $VERSION_CONTROL), with cp(1)'s names */
-static enum cp_backup parse_backup(const struct cli_cmd *cmd, const char *arg,
-				   const char *what)
-{
-	static const struct { const char *name; enum cp_backup kind; } kinds[] = {
-		{ "none", CP_BACKUP_NONE }, { "off", CP_BACKUP_NONE },
-		{ "simple", CP_BACKUP_SIMPLE }, { "never", CP_BACKUP_SIMPLE },
-		{ "existing", CP_BACKUP_EXISTING }, { "nil", CP_BACKUP_EXISTING },
-		{ "numbered", CP_BACKUP_NUMBERED }, { "t", CP_BACKUP_NUMBERED },
-	};
-	unsigned int i;
-
-	if (!arg || !*arg)
-		return CP_BACKUP_EXISTING;
-	for (i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
-		if (!strcmp(arg, kinds[i].name))
-			return kinds[i].kind;
-	cli_usage_error(cmd, "invalid argument %s for %s\n"
-			"Valid arguments are:\n  - 'none', 'off'\n  - 'simple', 'never'\n"
-			"  - 'existing', 'nil'\n  - 'numbered', 't'", cli_quote(arg), what);
-}
-
-static enum cp_sparse parse_sparse(const struct cli_cmd *cmd, const char *arg)
-{
-	if (!strcmp(arg, "auto"))
-		return CP_SPARSE_AUTO;
-	if (!strcmp(arg, "always"))
-		return CP_SPARSE_ALWAYS;
-	if (!strcmp(arg, "never"))
-		return CP_SPARSE_NEVER;
-	cli_usage_error(cmd, "invalid argument %s for '--sparse'\n"
-			"Valid arguments are:\n  - 'never'\n  - 'auto'\n  - 'always'",
-			cli_quote(arg));
-}
-
 
 /* While the options are read: what they decide together, at the end. */
 struct parse {
@@ -249,11 +159,29 @@ static bool opt_tree(struct parse *p, int c)
 	return true;
 }
 
+/* Is SELinux on here (its filesystem mounted, as libselinux asks)? */
+static bool selinux(void)
+{
+	return access("/sys/fs/selinux/enforce", F_OK) == 0;
+}
+
+/* -Z and --context: SELinux's default context for the copy, or ctx. We
+ * set none, as cp(1) sets none on a kernel without SELinux: -Z and a bare
+ * --context are taken for it silently; --context=CTX, which asked for
+ * one, is said to be ignored. */
+static void context(const char *ctx)
+{
+	if (ctx && !selinux())
+		cli_error(0, "warning: ignoring --context; it requires an SELinux-enabled kernel");
+	else if (ctx)
+		cli_error(0, "warning: ignoring --context; " CLI_NAME " sets no security context");
+}
+
 /* SOURCE's attributes the copy keeps. */
 static bool opt_keep(struct parse *p, int c)
 {
 	struct cp_opts *o = &p->a->opts;
-	unsigned int bits;
+	unsigned int bits, named = 0;
 
 	switch (c) {
 	case 'p':
@@ -271,19 +199,21 @@ static bool opt_keep(struct parse *p, int c)
 		if (!optarg)
 			o->keep |= CP_KEEP_MODE | CP_KEEP_OWNER | CP_KEEP_TIMES;
 		else
-			o->keep |= parse_keep(p->cmd, optarg, "--preserve");
+			o->keep |= cp_value_keep(p->cmd, optarg, "'--preserve'", &named);
 		/* Named, not part of all: failing is an error. */
-		if (optarg && strstr(optarg, "xattr"))
+		if (named & CP_KEEP_XATTR)
 			o->xattr_loud = true;
 		o->default_mode &= !(o->keep & CP_KEEP_MODE);
 		break;
 	case OPT_NO_PRESERVE:
 		/* Not kept, the mode is cp(1)'s default: the last of these
 		 * options decides. */
-		bits = parse_keep(p->cmd, optarg, "--no-preserve");
+		bits = cp_value_keep(p->cmd, optarg, "'--no-preserve'", &named);
 		o->keep &= ~bits;
 		o->default_mode |= (bits & CP_KEEP_MODE) != 0;
 		break;
+	case 'Z': break;
+	case OPT_CONTEXT: context(optarg); break;
 	default: return false;
 	}
 	return true;
@@ -295,8 +225,8 @@ static bool opt_data(struct parse *p, int c)
 	struct cp_opts *o = &p->a->opts;
 
 	switch (c) {
-	case OPT_SPARSE: o->sparse = parse_sparse(p->cmd, optarg); break;
-	case OPT_SYNC: o->sync = parse_sync(p->cmd, optarg); break;
+	case OPT_SPARSE: o->sparse = cp_value_sparse(p->cmd, optarg); break;
+	case OPT_SYNC: o->sync = cp_value_sync(p->cmd, optarg); break;
 	case OPT_WRITE_BEHIND:
 		o->wb_min = parse_write_behind(p->cmd, optarg);
 		o->wb_why = "--write-behind threshold";
@@ -307,7 +237,7 @@ static bool opt_data(struct parse *p, int c)
 		break;
 	case OPT_PROGRESS: o->progress = 2; break;
 	case OPT_ATTRS_ONLY: o->attrs_only = true; break;
-	case OPT_REFLINK: o->reflink = parse_reflink(p->cmd, optarg); break;
+	case OPT_REFLINK: o->reflink = cp_value_reflink(p->cmd, optarg); break;
 	default: return false;
 	}
 	return true;
@@ -322,7 +252,7 @@ static void opts_end(struct parse *p)
 	if (p->both)
 		cli_usage_error(p->cmd, "cannot make both hard and symbolic links");
 	if (p->backups) {
-		o->backup = parse_backup(p->cmd, p->backup ? p->backup : getenv("VERSION_CONTROL"),
+		o->backup = cp_value_backup(p->cmd, p->backup ? p->backup : getenv("VERSION_CONTROL"),
 					 p->backup ? "'backup type'" : "'$VERSION_CONTROL'");
 		o->suffix = p->suffix && *p->suffix && !strchr(p->suffix, '/') ? p->suffix : "~";
 	}
@@ -344,7 +274,7 @@ static void cp_parse(const struct cli_cmd *cmd, int argc, char **argv, struct cp
 	int c;
 
 	*a = (struct cp_args){ 0 };
-	while ((c = getopt_long(argc, argv, "abdfHij:lLnpPrRsS:t:Tuvx", longopts, NULL)) != -1)
+	while ((c = getopt_long(argc, argv, "abdfHij:lLnpPrRsS:t:TuvxZ", longopts, NULL)) != -1)
 		if (!opt_what(&p, c) && !opt_tree(&p, c) && !opt_keep(&p, c) &&
 		    !opt_data(&p, c))
 			cli_common_option(cmd, c);
@@ -361,6 +291,14 @@ static int cp_settle(struct cp_opts *o)
 	choose_write_behind(o);
 	if ((o->keep & CP_KEEP_LINKS) && !(o->links = cp_links_new())) {
 		cli_error(ENOMEM, "cannot copy");
+		return -1;
+	}
+	/* --preserve=context, named: cp(1) refuses it where it cannot keep
+	 * it, before anything is copied (all asks only for what can be). */
+	if (o->keep & CP_KEEP_CONTEXT) {
+		cli_error(0, selinux() ? "cannot preserve security context: " CLI_NAME
+			  " does not copy SELinux contexts" :
+			  "cannot preserve security context without an SELinux-enabled kernel");
 		return -1;
 	}
 	o->umask = umask(0);

@@ -14,6 +14,7 @@
  *   parent.c    a path's directory
  *   made.c      the copies this command made of its SOURCE operands
  *   say.c       -v's lines
+ *   values.c    the options' values, read as cp(1) reads them
  * Calls go one way, down this list's towers: file.c calls data.c and
  * dest.c, which call sparse.c, wb.c and parent.c; tree.c calls names.c
  * and node.c; say.c is called from all and calls none; none calls back
@@ -59,6 +60,8 @@ enum cp_backup { CP_BACKUP_NONE, CP_BACKUP_SIMPLE, CP_BACKUP_EXISTING, CP_BACKUP
 #define CP_KEEP_XATTR 8u
 #define CP_KEEP_LINKS 16u /* hard links among the files copied */
 #define CP_KEEP_ALL 31u
+/* SELinux's context, named alone: refused (all does not ask for it) */
+#define CP_KEEP_CONTEXT 32u
 
 /* A file as the system calls reach it: name, relative to the open
  * directory dir (AT_FDCWD for an operand), and its whole path, for
@@ -143,6 +146,18 @@ struct cp_job {
 	bool created;     /* DST did not exist: remove it if the copy fails */
 	bool dst_file;    /* DST is a regular file, empty, at offset 0 */
 };
+
+/* The values of --sync, --reflink (NULL: bare), --sparse, --backup (NULL
+ * or empty: existing) and --preserve's LIST: a name, or a prefix of names
+ * of one meaning; anything else a usage error of cmd. what: how a message
+ * names the option, quoted; *named: the attributes LIST names, not
+ * through all (values.c). */
+unsigned int cp_value_sync(const struct cli_cmd *cmd, const char *arg);
+enum cp_reflink cp_value_reflink(const struct cli_cmd *cmd, const char *arg);
+enum cp_sparse cp_value_sparse(const struct cli_cmd *cmd, const char *arg);
+enum cp_backup cp_value_backup(const struct cli_cmd *cmd, const char *arg, const char *what);
+unsigned int cp_value_keep(const struct cli_cmd *cmd, const char *arg, const char *what,
+			   unsigned int *named);
 
 /* Each SOURCE of the command line copied where the operands say. A
  * missing or extra operand is a usage error of cmd. 0, or -1. */
