@@ -8,7 +8,10 @@
 # leaves, as newer than SOURCE, stands for SOURCE's copy: SOURCE's other
 # hard links are linked to it (-au: one inode, two names). -i asks about
 # a directory where a file goes, as about any DST, before it says that
-# it cannot overwrite it.
+# it cannot overwrite it. A DST that is a link to nothing is refused
+# ("not writing through dangling symlink"), but with POSIXLY_CORRECT set
+# written through, its target made, as POSIX asks and GNU does (-f too);
+# --remove-destination replaces the link.
 # $1 is the scratch directory, the CLI is $PSPLICE_BIN.
 [ -z "${BASH_VERSION:-}" ] && command -v bash >/dev/null && exec bash "$0" "$@"
 name=t_cli_cpdest; . "$(dirname "$0")/cli-lib.sh"
@@ -71,4 +74,19 @@ is $LINENO "psplice: overwrite 'b/a/f'? psplice: cannot overwrite directory 'b/a
 echo n | "$P" cp -i g k 2>err; rc=$?
 rc_is $LINENO 0; is $LINENO "psplice: overwrite 'k/g'? " "$(cat err)"
 [ -d b/a/f ] && [ -d k/g ] || fail $LINENO "a directory was replaced"
+
+# --- a dangling link as DST ---------------------------------------------------------
+rm -rf ./*; echo x >s; ln -s t dl; ln -s sub/t dl2
+"$P" cp s dl 2>err; rc=$?
+rc_is $LINENO 1; err_is $LINENO "psplice: not writing through dangling symlink 'dl'"
+[ ! -e t ] || fail $LINENO "t made"
+for o in "" -f; do
+	rm -f t; POSIXLY_CORRECT=1 "$P" cp $o s dl 2>err; rc=$?
+	rc_is $LINENO 0; err_is $LINENO; is $LINENO "t x" "$(readlink dl) $(cat t)"
+done
+POSIXLY_CORRECT=1 "$P" cp s dl2 2>err; rc=$?
+rc_is $LINENO 1
+err_is $LINENO "psplice: cannot create regular file 'dl2': No such file or directory"
+rm -f t; POSIXLY_CORRECT=1 "$P" cp --remove-destination s dl 2>err; rc=$?
+rc_is $LINENO 0; [ -f dl ] && [ ! -L dl ] && [ ! -e t ] || fail $LINENO "$(ls -l)"
 exit 0

@@ -324,14 +324,15 @@ int cp_existing(const struct cp_opts *o, const char *src, const struct cp_at *ds
 	if (o->backup != CP_BACKUP_NONE)
 		return backup(o, src, dst, false) < 0 ? -1 : 1;
 	/* cp(1) will not create a file where a link points to nothing: the
-	 * name it would create may be anywhere. */
-	if (dangling) {
+	 * name it would create may be anywhere. POSIX asks it to, and cp(1)
+	 * does with POSIXLY_CORRECT set: then file.c makes the target. */
+	if (dangling && !getenv("POSIXLY_CORRECT")) {
 		cli_error(0, "not writing through dangling symlink %s", cli_quote(dst->path));
 		return -1;
 	}
 	if (o->remove_dest)
 		return remove_dest(o, dst);
-	*exists = true;
+	*exists = !dangling;
 	return 1;
 }
 

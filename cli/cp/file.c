@@ -77,6 +77,31 @@ static int open_existing(struct cp_job *j, mode_t mode, bool top)
 	return fd;
 }
 
+/* DST, a link to nothing that cp_existing let by (POSIXLY_CORRECT), is
+ * written through: its target made, as POSIX asks. Not ours to remove if
+ * the copy fails: the link was there. */
+static bool dangling(const struct cp_job *j)
+{
+	struct stat st;
+
+	return getenv("POSIXLY_CORRECT") &&
+	       fstatat(j->dst_dir, j->dst_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	       S_ISLNK(st.st_mode) && fstatat(j->dst_dir, j->dst_name, &st, 0) < 0 &&
+	       errno == ENOENT;
+}
+
+static int open_through(struct cp_job *j, mode_t mode)
+{
+	int fd = openat(j->dst_dir, j->dst_name, O_WRONLY | O_CREAT | O_CLOEXEC, mode);
+
+	if (fd < 0) {
+		cli_error(errno, "cannot create regular file %s", cli_quote(j->dst));
+		return -1;
+	}
+	j->dst_file = true;
+	return fd;
+}
+
 /* exists: cp_existing found DST there and left it. */
 static int open_target(struct cp_job *j, bool exists, bool top)
 {
@@ -98,9 +123,9 @@ static int open_target(struct cp_job *j, bool exists, bool top)
 		j->created = j->dst_file = true;
 		return fd;
 	}
-	/* Made since it was looked at. */
+	/* Made since it was looked at, or a link to nothing. */
 	if (errno == EEXIST)
-		return open_existing(j, mode, top);
+		return dangling(j) ? open_through(j, mode) : open_existing(j, mode, top);
 	cli_error(errno, "cannot create regular file %s", cli_quote(j->dst));
 	return -1;
 }
