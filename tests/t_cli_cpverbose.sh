@@ -3,7 +3,8 @@
 # scripts read: "'SOURCE' -> 'DEST'" for each thing copied or made
 # (directories, before what they hold; links, FIFOs, files; -l and -s
 # links), with " (backup: 'DEST~')" when DEST was backed up, "removed
-# 'DEST'" before a DEST removed to make room, "a -> e/a" for each
+# 'DEST'" before a DEST removed to make room (after the line, for one -f
+# replaces as it could not be opened), "a -> e/a" for each
 # directory --parents makes; nothing for a file left alone (-n, -u) and
 # nothing on standard error. --debug says the same, and on standard
 # error how each regular file was copied: its bytes and the kernel path
@@ -53,6 +54,19 @@ done
 if [ -w /dev/full ]; then
 	"$P" cp -v a/f /dev/full >out 2>err; rc=$?
 	rc_is $LINENO 1; out_is $LINENO "'a/f' -> '/dev/full'"
+fi
+
+# -f replacing a DEST it may not write: "removed" after the copy's line
+# (as another user: root may write any).
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null &&
+	setpriv --reuid=65534 --regid=65534 --clear-groups true 2>/dev/null; then
+	chmod 755 .; mkdir w; chmod 777 w; echo x >w/s
+	setpriv --reuid=65534 --regid=65534 --clear-groups sh -c \
+		'echo y >w/ro; chmod 444 w/ro; "$0" cp -vf w/s w/ro' "$P" >out 2>err; rc=$?
+	rc_is $LINENO 0; err_is $LINENO; out_is $LINENO "'w/s' -> 'w/ro'" "removed 'w/ro'"
+	is $LINENO x "$(cat w/ro)"
+else
+	skip "not root, or no setpriv: -vf of a read-only DEST not checked"
 fi
 
 # --debug: -v's line, and how the data went on standard error.

@@ -27,6 +27,8 @@ static int replace(struct cp_job *j, mode_t mode)
 		cli_error(errno, "cannot remove %s", cli_quote(j->dst));
 		return -1;
 	}
+	/* After the copy's line, said already: cp(1)'s order. */
+	cp_say_removed(j->o, j->dst);
 	fd = openat(j->dst_dir, j->dst_name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
 	if (fd < 0) {
 		cli_error(errno, "cannot create regular file %s", cli_quote(j->dst));
