@@ -288,17 +288,17 @@ static void cp_parse(const struct cli_cmd *cmd, int argc, char **argv, struct cp
  * said. */
 static int cp_settle(struct cp_opts *o)
 {
-	choose_write_behind(o);
-	if ((o->keep & CP_KEEP_LINKS) && !(o->links = cp_links_new())) {
-		cli_error(ENOMEM, "cannot copy");
-		return -1;
-	}
 	/* --preserve=context, named: cp(1) refuses it where it cannot keep
 	 * it, before anything is copied (all asks only for what can be). */
 	if (o->keep & CP_KEEP_CONTEXT) {
 		cli_error(0, selinux() ? "cannot preserve security context: " CLI_NAME
 			  " does not copy SELinux contexts" :
 			  "cannot preserve security context without an SELinux-enabled kernel");
+		return -1;
+	}
+	choose_write_behind(o);
+	if ((o->keep & CP_KEEP_LINKS) && !(o->links = cp_links_new())) {
+		cli_error(ENOMEM, "cannot copy");
 		return -1;
 	}
 	o->umask = umask(0);
