@@ -1,7 +1,7 @@
 #!/bin/sh
 # psplice cp -v says what GNU cp 9.1's says, on standard output, which
 # scripts read: "'SOURCE' -> 'DEST'" for each thing copied or made
-# (directories, before what they hold; links, FIFOs, files; -l and -s
+# (directories made, before what they hold; links, FIFOs, files; -l and -s
 # links), with " (backup: 'DEST~')" when DEST was backed up, "removed
 # 'DEST'" before a DEST removed to make room (after the line, for one -f
 # replaces as it could not be opened), "a -> e/a" for each
@@ -27,9 +27,14 @@ rc_is $LINENO 0; err_is $LINENO
 sort out >sorted; mv sorted out
 out_is $LINENO "'a' -> 'b'" "'a/f' -> 'b/f'" "'a/l' -> 'b/l'" "'a/p' -> 'b/p'" \
 	"'a/s' -> 'b/s'" "'a/s/g' -> 'b/s/g'"
-# A directory is said before what it holds.
+# A directory is said before what it holds, when it is made: not one
+# merged into.
 "$P" cp -rv a/s c >out 2>err; rc=$?
 rc_is $LINENO 0; out_is $LINENO "'a/s' -> 'c'" "'a/s/g' -> 'c/g'"
+"$P" cp -rvT a/s c >out 2>err; rc=$?
+rc_is $LINENO 0; out_is $LINENO "'a/s/g' -> 'c/g'"
+mkdir y; (cd y && "$P" cp -av --backup ../a/s/. . >../out 2>../err); rc=$?
+rc_is $LINENO 0; err_is $LINENO; out_is $LINENO "'../a/s/./g' -> '././g'"
 
 "$P" cp -v a/f b/f >out 2>err; rc=$?
 rc_is $LINENO 0; err_is $LINENO; out_is $LINENO "'a/f' -> 'b/f'"

@@ -248,8 +248,10 @@ static int cp_dir(struct cp_tree *t, struct cp_level *up, const struct cp_at *sr
 	made = make_dir(t, src, dst);
 	if (made < 0)
 		return -1;
-	/* Said before what it holds, made or merged into, as cp(1) says it. */
-	cp_say(t->opts, src->path, dst->path);
+	/* Said when made, before what it holds, as cp(1) says it; one
+	 * merged into is not. */
+	if (made)
+		cp_say(t->opts, src->path, dst->path);
 	if (open_level(t, &me, src, dst, follow) < 0)
 		return -1;
 	if (made)
