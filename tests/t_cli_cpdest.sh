@@ -59,6 +59,21 @@ touch -d 2000-01-01 s/f
 rc_is $LINENO 0; err_is $LINENO
 is $LINENO "$(stat -c %i t/s/f) 2" "$(stat -c %i t/s/g) $(stat -c %h t/s/f)"
 is $LINENO y "$(cat t/s/g)"
+# Once an inode has its copy, -u does not keep its other names' DSTs,
+# newer or older: each becomes a link to the copy (coreutils'
+# tests/cp/preserve-link.sh).
+for first in f linkm; do
+	rm -rf s t; mkdir -p s t/s; touch s/f; ln s/f s/linkm; ln s/f s/linke; ln s/f s/fileo
+	ln s/f s/fileu; touch t/s/$first; ln t/s/$first t/s/linke
+	touch -d '-1 hour' t/s/fileo; touch -d '+1 hour' t/s/fileu
+	"$P" cp -au s t 2>err; rc=$?
+	rc_is $LINENO 0; err_is $LINENO
+	for n in linkm linke fileo fileu; do
+		is $LINENO "$(stat -c %i t/s/f)" "$(stat -c %i t/s/$n)"
+	done
+done
+rm -rf s t; mkdir -p s t/s; echo x >s/f; ln s/f s/g; echo y >t/s/f
+touch -d 2000-01-01 s/f
 # -n leaves it too, but as no copy: g is copied (GNU's).
 rm -rf t; mkdir -p t/s; echo y >t/s/f
 "$P" cp -an s t 2>err; rc=$?

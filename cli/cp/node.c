@@ -155,13 +155,19 @@ static int open_parent(const char *path, const char **base)
 }
 
 /* --preserve=links: DST another name of earlier, the copy made of
- * SOURCE's inode under another of its names, as cp -a keeps hard links. */
-static int link_earlier(const struct cp_opts *o, const char *earlier, const struct cp_at *src,
-			const struct cp_at *dst, const struct stat *st)
+ * SOURCE's inode under another of its names, as cp -a keeps hard links.
+ * -u does not keep DST, newer or not: the inode's copy is decided, and
+ * DST becomes a name of it, as in cp(1). */
+static int link_earlier(const struct cp_opts *opts, const char *earlier,
+			const struct cp_at *src, const struct cp_at *dst, const struct stat *st)
 {
+	struct cp_opts no_update = *opts, *o = &no_update;
 	const char *base;
 	bool exists;
-	int rc = cp_existing(o, src->path, dst, st, false, &exists), dir;
+	int rc, dir;
+
+	no_update.update = false;
+	rc = cp_existing(o, src->path, dst, st, false, &exists);
 
 	if (rc <= 0)
 		return rc;
