@@ -11,7 +11,9 @@
 # it cannot overwrite it. A DST that is a link to nothing is refused
 # ("not writing through dangling symlink"), but with POSIXLY_CORRECT set
 # written through, its target made, as POSIX asks and GNU does (-f too);
-# --remove-destination replaces the link.
+# --remove-destination replaces the link. A DEST that cannot be looked at
+# for another reason than not being there is "cannot stat", as in GNU's
+# (coreutils' tests/cp/fail-perm.sh).
 # $1 is the scratch directory, the CLI is $PSPLICE_BIN.
 [ -z "${BASH_VERSION:-}" ] && command -v bash >/dev/null && exec bash "$0" "$@"
 name=t_cli_cpdest; . "$(dirname "$0")/cli-lib.sh"
@@ -104,4 +106,24 @@ rc_is $LINENO 1
 err_is $LINENO "psplice: cannot create regular file 'dl2': No such file or directory"
 rm -f t; POSIXLY_CORRECT=1 "$P" cp --remove-destination s dl 2>err; rc=$?
 rc_is $LINENO 0; [ -f dl ] && [ ! -L dl ] && [ ! -e t ] || fail $LINENO "$(ls -l)"
+
+# --- a DEST that cannot be looked at ------------------------------------------------
+rm -rf ./*; echo x >F; ln -s loop1 loop2; ln -s loop2 loop1
+for o in "" -T -r; do
+	"$P" cp $o F F/x 2>err; rc=$?
+	rc_is $LINENO 1; err_is $LINENO "psplice: cannot stat 'F/x': Not a directory"
+	"$P" cp $o F loop1 2>err; rc=$?
+	rc_is $LINENO 1; err_is $LINENO "psplice: cannot stat 'loop1': Too many levels of symbolic links"
+done
+# -f and --remove-destination replace a loop (coreutils'
+# tests/cp/thru-dangling.sh, dir-rm-dest.sh), but not a file on the path.
+for o in -f --remove-destination; do
+	rm -f loop; ln -s loop loop
+	"$P" cp $o F loop 2>err; rc=$?
+	rc_is $LINENO 0; err_is $LINENO; [ ! -L loop ] && is $LINENO x "$(cat loop)"
+	"$P" cp $o F F/x 2>err; rc=$?
+	rc_is $LINENO 1; err_is $LINENO "psplice: cannot stat 'F/x': Not a directory"
+done
+"$P" cp F nodir/x 2>err; rc=$?
+rc_is $LINENO 1; err_is $LINENO "psplice: cannot create regular file 'nodir/x': No such file or directory"
 exit 0

@@ -135,6 +135,21 @@ static bool slash_ok(const char *dst)
 	return false;
 }
 
+/* SOURCE DEST: a DEST that is not there is made; one that cannot be
+ * looked at (a file on its path, a loop of links, a directory we may not
+ * search) is said so first, as cp(1) says it. A loop of links is a DEST
+ * that -f and --remove-destination replace, as in cp(1). */
+static bool dest_ok(const struct cp_opts *o, const char *dst)
+{
+	struct stat st;
+
+	if (stat(dst, &st) == 0 || errno == ENOENT ||
+	    (errno == ELOOP && (o->force || o->remove_dest)))
+		return true;
+	cli_error(errno, "cannot stat %s", cli_quote(dst));
+	return false;
+}
+
 static bool is_dir(const char *path)
 {
 	struct stat st;
@@ -246,7 +261,7 @@ int cp_operands(const struct cli_cmd *cmd, const struct cp_args *a)
 	if (o->parents && !is_dir(ops[n - 1]))
 		cli_usage_error(cmd, "with --parents, the destination must be a directory");
 	if (a->no_target || (n == 2 && !is_dir(ops[1]))) {
-		if (!o->recursive && !slash_ok(ops[1]))
+		if (!dest_ok(o, ops[1]) || (!o->recursive && !slash_ok(ops[1])))
 			return -1;
 		return cp_top(o, ops[0], ops[1]);
 	}
