@@ -237,6 +237,15 @@ static void parse_options(const struct cli_cmd *cmd, int argc, char **argv,
 	}
 }
 
+/* An output that could not be opened (said already): as tee(1), the exit
+ * modes end the command there, before a byte is read; the others go on
+ * without it. */
+static void open_failed(enum mode mode)
+{
+	if (mode == M_EXIT || mode == M_EXIT_NOPIPE)
+		exit(1);
+}
+
 /* Standard output, then each FILE, then each --to socket; one that cannot
  * be opened is told and left out. */
 static int open_outputs(const struct cli_cmd *cmd, const struct tee_opts *opt,
@@ -250,6 +259,7 @@ static int open_outputs(const struct cli_cmd *cmd, const struct tee_opts *opt,
 		fd = open_output(files[i], opt->append);
 		if (fd < 0) {
 			cli_error(errno, "cannot open %s", cli_quote(files[i]));
+			open_failed(opt->mode);
 			status = 1;
 			continue;
 		}
@@ -258,6 +268,7 @@ static int open_outputs(const struct cli_cmd *cmd, const struct tee_opts *opt,
 	for (i = 0; i < opt->n_to; i++) {
 		fd = cli_connect(cmd, opt->to[i]); /* unreachable: as a file not opened */
 		if (fd < 0) {
+			open_failed(opt->mode);
 			status = 1;
 			continue;
 		}
@@ -320,7 +331,8 @@ const struct cli_cmd cli_cmd_tee = {
 	"\n"
 	"MODE: warn: diagnose errors writing to any output; warn-nopipe: to any\n"
 	"output but a pipe whose reader left (the default MODE); exit, exit-nopipe:\n"
-	"the same, and exit at once. Without --output-error, a reader gone ends\n"
+	"the same, and exit at once, also at a FILE that cannot be opened (before\n"
+	"a byte is read). Without --output-error, a reader gone ends\n"
 	"the command by SIGPIPE and other errors are diagnosed. A failed output is\n"
 	"written no more; the others get every byte. psplice tee stops reading\n"
 	"when no output is left.\n",

@@ -56,6 +56,16 @@ same $LINENO g.keep p.keep
 both $LINENO in.65537 @1 nodir/x @2
 is $LINENO 1 "$rc"
 same $LINENO in.65537 p.1
+# With an exit mode, a FILE that cannot be opened ends the command there,
+# before a byte is read, as tee(1): the outputs opened before it stay
+# empty and the ones after it are not made.
+for opts in --output-error=exit --output-error=exit-nopipe; do
+	both $LINENO in.65537 $opts @1 nodir/x @2
+	is $LINENO 1 "$rc"
+	is $LINENO "0 0" "$(wc -c < p.out) $(wc -c < p.1)"
+	[ -e p.2 ] && fail $LINENO "$opts: an output after the failed one was made"
+	is $LINENO 1 "$(wc -l < err.ps)"
+done
 # '-' is a file named '-', as in tee(1).
 rm -f -- -; "$P" tee - < in.1 > p.out; rc=$?
 rc_is $LINENO 0; same $LINENO in.1 ./-; same $LINENO in.1 p.out
@@ -127,6 +137,10 @@ if command -v socat >/dev/null; then
 	same $LINENO in.1048583 got1; same $LINENO in.1048583 got2; same $LINENO in.1048583 p.1
 	run ps "$P" tee --to unix:"$d"/nobody < in.1 > p.out
 	rc_is $LINENO 1; same $LINENO in.1 p.out
+	# An exit mode ends the command at a --to it cannot connect, as at a
+	# FILE it cannot open: nothing written.
+	run ps "$P" tee --output-error=exit --to unix:"$d"/nobody < in.1 > p.out
+	rc_is $LINENO 1; is $LINENO 0 "$(wc -c < p.out)"
 else
 	skip "--to: socat is not installed"
 fi
