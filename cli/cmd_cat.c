@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "addr.h"
+#include "cat_show.h"
 #include "copy.h"
 #include "opts.h"
 #include "out.h"
@@ -25,12 +26,22 @@ enum { CAT_OK, CAT_NEXT, CAT_STOP };
 enum { OPT_OFFSET = 0x200, OPT_LENGTH, OPT_TO, OPT_PROGRESS };
 
 static bool progress; /* --progress */
+/* -A -b -e -E -n -s -t -T -v: what the bytes are shown as, carried from
+ * one input to the next; with no flag the bytes are moved as they are. */
+static struct cat_show show;
 
 /* Standard output, or the socket --to connected. */
 static int out_fd = STDOUT_FILENO;
 static const char *out_name = STDOUT_NAME;
 
 static const struct option longopts[] = {
+	{ "show-all", no_argument, NULL, 'A' },
+	{ "number-nonblank", no_argument, NULL, 'b' },
+	{ "show-ends", no_argument, NULL, 'E' },
+	{ "number", no_argument, NULL, 'n' },
+	{ "squeeze-blank", no_argument, NULL, 's' },
+	{ "show-tabs", no_argument, NULL, 'T' },
+	{ "show-nonprinting", no_argument, NULL, 'v' },
 	{ "verbose", no_argument, NULL, 'V' },
 	{ "offset", required_argument, NULL, OPT_OFFSET },
 	{ "length", required_argument, NULL, OPT_LENGTH },
@@ -83,31 +94,63 @@ static bool seekable(int fd)
 	return fstat(fd, &st) == 0 && (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode));
 }
 
-/* Without --offset, an input is read from its position, which moves, as
- * cat(1) does: a standard input redirected from a file and partly read by
- * the shell goes on from there, and is left at its end. With one, a file is
- * read at the offset without moving its position; a pipe or a socket has
- * the first bytes spliced away to /dev/null. */
-static int copy_range(int fd, const struct range *rg, struct cli_copy *c)
+/* The first n bytes of a pipe or a socket, spliced away to /dev/null. 1
+ * when they were, 0 when the input ended first, -1 with c set. */
+static int skip(int fd, uint64_t n, struct cli_copy *c)
 {
-	int64_t off = rg->offset;
-	int null, r;
+	int null = open("/dev/null", O_WRONLY | O_CLOEXEC), r;
 
-	if (!rg->offset || seekable(fd))
-		return cli_copy_at(fd, rg->offset ? &off : NULL, out_fd, rg->length, 0, c);
-	null = open("/dev/null", O_WRONLY | O_CLOEXEC);
 	if (null < 0) {
 		*c = (struct cli_copy){ .error = errno, .side = PSPLICE_SIDE_NONE };
 		return -1;
 	}
-	r = cli_copy_len(fd, null, (uint64_t)rg->offset, 0, c);
+	r = cli_copy_len(fd, null, n, 0, c);
 	close(null);
-	if (r < 0 || c->bytes < (uint64_t)rg->offset) {
-		if (r == 0)
-			c->bytes = 0; /* the input ended before the offset */
+	if (r < 0)
 		return r;
+	if (c->bytes < n) {
+		c->bytes = 0;
+		return 0;
 	}
-	return cli_copy_len(fd, out_fd, rg->length, 0, c);
+	return 1;
+}
+
+/* A shown file that is also the output, with bytes left to read, would
+ * grow as it is read: refused as cat(1) refuses it (the engine refuses
+ * the plain copy itself). */
+static bool reads_own_output(int fd, const int64_t *off)
+{
+	struct stat st;
+	off_t at = off ? (off_t)*off : lseek(fd, 0, SEEK_CUR);
+
+	return same_regular_file(fd, out_fd) && fstat(fd, &st) == 0 && at >= 0 &&
+	       at < st.st_size;
+}
+
+/* Without --offset, an input is read from its position, which moves, as
+ * cat(1) does: a standard input redirected from a file and partly read by
+ * the shell goes on from there, and is left at its end. With one, a file is
+ * read at the offset without moving its position; a pipe or a socket has
+ * the first bytes skipped. */
+static int copy_range(int fd, const struct range *rg, struct cli_copy *c)
+{
+	int64_t off = rg->offset, *at = NULL;
+	int r;
+
+	if (rg->offset && seekable(fd)) {
+		at = &off;
+	} else if (rg->offset) {
+		r = skip(fd, (uint64_t)rg->offset, c);
+		if (r <= 0)
+			return r;
+	}
+	if (!show.flags)
+		return cli_copy_at(fd, at, out_fd, rg->length, 0, c);
+	if (reads_own_output(fd, at)) {
+		*c = (struct cli_copy){ .error = EINVAL, .side = PSPLICE_SIDE_NONE };
+		return -1;
+	}
+	return cat_show_copy(&show, fd, at, out_fd, rg->length, c);
 }
 
 /* What this input will give, for the progress line; 0 when unknown. */
@@ -181,14 +224,35 @@ static void range_arg(const struct cli_cmd *cmd, int c, const char *arg, struct 
 		rg->length = (uint64_t)n;
 }
 
+/* cat(1)'s letters: -A is -vET, -e is -vE, -t is -vT. false: not one. */
+static bool show_option(int c)
+{
+	static const struct {
+		char opt;
+		unsigned int flags;
+	} shows[] = {
+		{ 'A', CAT_NONPRINT | CAT_ENDS | CAT_TABS }, { 'b', CAT_NONBLANK },
+		{ 'e', CAT_NONPRINT | CAT_ENDS }, { 'E', CAT_ENDS }, { 'n', CAT_NUMBER },
+		{ 's', CAT_SQUEEZE }, { 't', CAT_NONPRINT | CAT_TABS }, { 'T', CAT_TABS },
+		{ 'v', CAT_NONPRINT },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(shows) / sizeof(shows[0]); i++)
+		if (c == shows[i].opt) {
+			show.flags |= shows[i].flags;
+			return true;
+		}
+	return false;
+}
+
 static void parse_options(const struct cli_cmd *cmd, int argc, char **argv,
 			  struct cat_opts *opt)
 {
 	int c;
 
-	/* No -v: cat's -v shows non-printing characters; never take it for
-	 * something else. */
-	while ((c = getopt_long(argc, argv, "u", longopts, NULL)) != -1) {
+	/* -v is cat's (show non-printing bytes); --verbose has no letter. */
+	while ((c = getopt_long(argc, argv, "AbeEnstTuv", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'u': /* POSIX: unbuffered; nothing is buffered here */
 			break;
@@ -206,15 +270,36 @@ static void parse_options(const struct cli_cmd *cmd, int argc, char **argv,
 			progress = true;
 			break;
 		default:
-			cli_common_option(cmd, c);
+			if (!show_option(c))
+				cli_common_option(cmd, c);
 		}
 	}
 }
 
+/* Each input in turn; once the output failed, no more. Shown, a CR the
+ * last input ended with still waits to be written. */
+static int cat_all(char **files, int n, const struct cat_opts *opt)
+{
+	struct cli_copy c;
+	int i, r = CAT_OK, status = 0;
+
+	for (i = 0; i < n && r != CAT_STOP; i++) {
+		r = cat_one(files[i], &opt->rg, opt->verbose);
+		if (r != CAT_OK)
+			status = 1;
+	}
+	if (r != CAT_STOP && cat_show_end(&show, out_fd, &c) < 0) {
+		failed(files[n - 1], STDIN_FILENO, &c);
+		status = 1;
+	}
+	return status;
+}
+
 static int cat_main(const struct cli_cmd *cmd, int argc, char **argv)
 {
+	static char dash[] = "-";
+	char *stdin_only[] = { dash };
 	struct cat_opts opt = { .rg = { 0, PSPLICE_TO_EOF } };
-	int i, r, status = 0;
 
 	parse_options(cmd, argc, argv, &opt);
 	if (cli_parse_only)
@@ -222,15 +307,8 @@ static int cat_main(const struct cli_cmd *cmd, int argc, char **argv)
 	cli_grow_pipe(out_fd);
 	cli_grow_pipe(STDIN_FILENO);
 	if (optind == argc)
-		return cat_one("-", &opt.rg, opt.verbose) == CAT_OK ? 0 : 1;
-	for (i = optind; i < argc; i++) {
-		r = cat_one(argv[i], &opt.rg, opt.verbose);
-		if (r != CAT_OK)
-			status = 1;
-		if (r == CAT_STOP)
-			break;
-	}
-	return status;
+		return cat_all(stdin_only, 1, &opt);
+	return cat_all(argv + optind, argc - optind, &opt);
 }
 
 const struct cli_cmd cli_cmd_cat = {
@@ -242,8 +320,23 @@ const struct cli_cmd cli_cmd_cat = {
 	"fastest path: splice(2) into pipes, sendfile(2) into sockets,\n"
 	"copy_file_range(2) into files. With no FILE, or when FILE is -, read\n"
 	"standard input. A file that cannot be read is reported and skipped; a\n"
-	"write error ends the command.\n"
+	"write error ends the command. The options that show the bytes (-AbeEnstTv,\n"
+	"as cat(1)'s) change them, so then they are read and written by psplice;\n"
+	"line numbers and blank lines go on from one file to the next.\n"
 	"\n"
+	"  -A, --show-all     -vET\n"
+	"  -b, --number-nonblank\n"
+	"                     number the lines that are not empty (over -n)\n"
+	"  -e                 -vE\n"
+	"  -E, --show-ends    show $ at the end of each line (a CR before it as ^M)\n"
+	"  -n, --number       number all lines\n"
+	"  -s, --squeeze-blank\n"
+	"                     one empty line where there are several\n"
+	"  -t                 -vT\n"
+	"  -T, --show-tabs    show a tab as ^I\n"
+	"  -v, --show-nonprinting\n"
+	"                     show control bytes (not tab and newline) as ^X, and\n"
+	"                     bytes over 127 as M- and the byte less 128\n"
 	"      --offset=N     start N bytes into each input (K, M, G, T suffixes);\n"
 	"                     a file is read there without moving its position,\n"
 	"                     a pipe or socket has its first N bytes discarded\n"
@@ -254,6 +347,7 @@ const struct cli_cmd cli_cmd_cat = {
 	"                     HOST:PORT, [IPv6]:PORT or unix:PATH\n"
 	"  -u                 (ignored: output is never buffered)\n"
 	"      --verbose      tell on standard error which kernel path moved the\n"
-	"                     bytes of each file, and how many\n",
+	"                     bytes of each file, and how many (no letter: -v\n"
+	"                     is cat's)\n",
 	.main = cat_main,
 };
