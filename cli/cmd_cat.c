@@ -210,14 +210,14 @@ struct cat_opts {
 	bool verbose;
 };
 
-/* --offset and --length: sizes with K, M, G, T suffixes. */
+/* --offset and --length: sizes with coreutils' suffixes (1K, 1KiB, 1kB). */
 static void range_arg(const struct cli_cmd *cmd, int c, const char *arg, struct range *rg)
 {
 	int64_t n = cli_parse_size(arg);
 
 	if (n < 0)
-		cli_usage_error(cmd, "invalid %s %s", c == OPT_OFFSET ? "offset" : "length",
-				cli_quote(arg));
+		cli_usage_error(cmd, "invalid %s %s%s", c == OPT_OFFSET ? "offset" : "length",
+				cli_quote(arg), cli_size_why(n));
 	if (c == OPT_OFFSET)
 		rg->offset = n;
 	else
@@ -337,7 +337,8 @@ const struct cli_cmd cli_cmd_cat = {
 	"  -v, --show-nonprinting\n"
 	"                     show control bytes (not tab and newline) as ^X, and\n"
 	"                     bytes over 127 as M- and the byte less 128\n"
-	"      --offset=N     start N bytes into each input (K, M, G, T suffixes);\n"
+	"      --offset=N     start N bytes into each input (1K = 1KiB = 1024,\n"
+	"                     1kB = 1000, b = 512; M, G, T, P, E likewise);\n"
 	"                     a file is read there without moving its position,\n"
 	"                     a pipe or socket has its first N bytes discarded\n"
 	"      --length=N     copy at most N bytes of each input\n"

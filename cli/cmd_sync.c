@@ -73,14 +73,15 @@ static int sync_main(const struct cli_cmd *cmd, int argc, char **argv)
 	int64_t off = 0, len = 0;
 	unsigned int flags = 0;
 	bool verbose = false;
-	int c, status = 0;
+	int c, r, status = 0;
 
 	while ((c = getopt_long(argc, argv, "r:v", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'r':
-			if (cli_parse_range(optarg, &off, &len) < 0)
-				cli_usage_error(cmd, "invalid range %s (want OFF:LEN)",
-						cli_quote(optarg));
+			r = cli_parse_range(optarg, &off, &len);
+			if (r < 0)
+				cli_usage_error(cmd, "invalid range %s%s", cli_quote(optarg),
+						r == CLI_SIZE_BAD ? " (want OFF:LEN)" : cli_size_why(r));
 			break;
 		case OPT_WAIT_BEFORE: flags |= PSPLICE_SYNC_WAIT_BEFORE; break;
 		case OPT_WRITE: flags |= PSPLICE_SYNC_WRITE; break;
@@ -110,7 +111,8 @@ const struct cli_cmd cli_cmd_sync = {
 	"Start writeback of each FILE's range, wait for it, or make it durable.\n"
 	"With no flag, make the data durable (--data).\n"
 	"\n"
-	"  -r, --range=OFF:LEN  only bytes OFF..OFF+LEN (K, M, G, T suffixes;\n"
+	"  -r, --range=OFF:LEN  only bytes OFF..OFF+LEN (1K = 1KiB = 1024, 1kB =\n"
+	"                       1000, b = 512; M, G, T, P, E likewise;\n"
 	"                       LEN 0 or empty: to end of file)\n"
 	"      --wait-before    wait for writeback already under way\n"
 	"      --write          start writeback of dirty pages in the range\n"

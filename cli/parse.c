@@ -8,28 +8,70 @@
 #include "parse.h"
 
 
-/* "64M" -> 67108864; K, M, G, T are powers of 1024. -1 when malformed. */
+/* The unit a suffix letter names: b is 512 bytes; the others are a power
+ * of 1024 (K, M, G...) or, followed by B or D, of 1000 (kB, MB...), as in
+ * coreutils' head -c and dd. Lowercase k and m are taken as head takes
+ * them; g and t are not. 0 when the letter is not one. */
+static int unit_power(char c)
+{
+	static const char powers[] = "KMGTPEZY";
+	const char *p;
+
+	if (c == 'k' || c == 'm')
+		c = (char)(c - 'a' + 'A');
+	p = c ? strchr(powers, c) : NULL;
+	return p ? (int)(p - powers) + 1 : 0;
+}
+
+/* The multiplier of suffix s ("" is 1) as a base and a power of it, or -1
+ * when s is no suffix. */
+static int unit_of(const char *s, unsigned int *base, int *power)
+{
+	*base = 1024;
+	*power = 0;
+	if (!*s)
+		return 0;
+	if (!strcmp(s, "b")) {
+		*base = 512;
+		*power = 1;
+		return 0;
+	}
+	*power = unit_power(*s);
+	if (!*power)
+		return -1;
+	if (!strcmp(s + 1, "B") || !strcmp(s + 1, "D"))
+		*base = 1000;
+	else if (strcmp(s + 1, "") && strcmp(s + 1, "iB"))
+		return -1;
+	return 0;
+}
+
 int64_t cli_parse_size(const char *s)
 {
-	static const char units[] = "KMGT";
-	const char *u;
-	char *end;
 	unsigned long long n;
-	int shift = 0;
+	unsigned int base;
+	int power;
+	char *end;
 
 	if (*s < '0' || *s > '9')
-		return -1;
+		return CLI_SIZE_BAD;
 	errno = 0;
 	n = strtoull(s, &end, 10);
-	if (errno)
-		return -1;
-	if (*end && (u = strchr(units, *end)) && end[1] == '\0')
-		shift = 10 * (int)(u - units + 1);
-	else if (*end)
-		return -1;
-	if (n > (unsigned long long)INT64_MAX >> shift)
-		return -1;
-	return (int64_t)(n << shift);
+	if (unit_of(end, &base, &power) < 0)
+		return CLI_SIZE_BAD;
+	if (errno || n > INT64_MAX)
+		return CLI_SIZE_TOO_LARGE;
+	for (; power > 0; power--) {
+		if (n > (unsigned long long)INT64_MAX / base)
+			return CLI_SIZE_TOO_LARGE;
+		n *= base;
+	}
+	return (int64_t)n;
+}
+
+const char *cli_size_why(int64_t r)
+{
+	return r == CLI_SIZE_TOO_LARGE ? ": too large (at most 9223372036854775807)" : "";
 }
 
 /* OFF:LEN; LEN 0 or empty means to end of file. */
@@ -44,7 +86,9 @@ int cli_parse_range(const char *arg, int64_t *off, int64_t *len)
 	head[colon - arg] = '\0';
 	*off = cli_parse_size(head);
 	*len = colon[1] ? cli_parse_size(colon + 1) : 0;
-	return *off < 0 || *len < 0 ? -1 : 0;
+	if (*off == CLI_SIZE_TOO_LARGE || *len == CLI_SIZE_TOO_LARGE)
+		return CLI_SIZE_TOO_LARGE;
+	return *off < 0 || *len < 0 ? CLI_SIZE_BAD : 0;
 }
 
 const char *cli_human(double n, char *buf, size_t size)

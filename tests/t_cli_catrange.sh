@@ -32,6 +32,40 @@ want 4096 2000000
 { "$bin" cat --offset 100 --length 10 > "$t/a" && head -c 5 > "$t/b"; } < "$t/f"
 want 100 10; cmp -s "$t/a" "$t/want" || fail "stdin range"
 want 0 5; cmp -s "$t/b" "$t/want" || fail "stdin position moved"
+# Sizes take coreutils' suffixes as head -c does (issue 40): the forms GNU
+# head takes are taken, the others refused, each with head's value.
+for s in 1 0 010 1b 7b 1k 1K 3kB 1KB 1kD 1KiB 1kiB 1m 1M 1MB 1mB 1MiB 1miB; do
+	head -c "$s" /dev/zero >"$t/want"
+	"$bin" cat --length "$s" /dev/zero >"$t/got" || fail "--length $s: exit $?"
+	cmp -s "$t/got" "$t/want" || fail "--length $s: $(wc -c <"$t/got") bytes"
+done
+for s in 1G 1GB 1GiB 1T 1TB 1TiB 1P 1PB 1PiB 7E 7EB 7EiB 1Z 1Y 1c 1w 1B 1Ki 1g 1gB \
+	1t 1R 1Q 1x 1kb 1KIB 1Kib 1MIB 1iB 0x10 1.5K 1e3 1KB2 16E \
+	99999999999999999999; do
+	head -c "$s" /dev/null 2>/dev/null; grc=$?
+	"$bin" cat --length "$s" /dev/null 2>/dev/null; rc=$?
+	[ $rc = $grc ] || fail "--length $s: exit $rc, head -c: $grc"
+done
+# Values past a signed 64-bit offset are refused, saying so.
+for s in 8E 9223372036854775808 1Z 99999999999999999999; do
+	out=$("$bin" cat --offset "$s" "$t/f" 2>&1) && fail "--offset $s accepted"
+	[ "$(echo "$out" | head -1)" = "psplice: invalid offset '$s': too large (at most 9223372036854775807)" ] ||
+		fail "--offset $s: '$out'"
+done
+"$bin" cat --length 9223372036854775807 "$t/f" >"$t/got" && cmp -s "$t/f" "$t/got" ||
+	fail "--length INT64_MAX"
+# Multiples past 32 bits, read where a sparse file has them.
+if truncate -s 2T "$t/sparse" 2>/dev/null; then
+	printf 'one' | dd of="$t/sparse" bs=1 seek=1099511627776 conv=notrunc 2>/dev/null
+	printf 'two' | dd of="$t/sparse" bs=1 seek=1000000000000 conv=notrunc 2>/dev/null
+	[ "$("$bin" cat --offset 1TiB --length 3 "$t/sparse")" = one ] || fail "--offset 1TiB"
+	[ "$("$bin" cat --offset 1T --length 3 "$t/sparse")" = one ] || fail "--offset 1T"
+	[ "$("$bin" cat --offset 1TB --length 3 "$t/sparse")" = two ] || fail "--offset 1TB"
+	[ "$("$bin" cat --offset 1000GB --length 3 "$t/sparse")" = two ] || fail "--offset 1000GB"
+	rm -f "$t/sparse"
+else
+	echo "SKIP part: no 2 TiB sparse file here"
+fi
 for bad in x -1 1Q ''; do
 	"$bin" cat --offset "$bad" "$t/f" > /dev/null 2>&1 && fail "offset '$bad' accepted"
 	"$bin" cat --length "$bad" "$t/f" > /dev/null 2>&1 && fail "length '$bad' accepted"

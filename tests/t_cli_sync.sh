@@ -20,6 +20,9 @@ expect_level written --wait-before --write --wait-after
 expect_level written --range 1M:0 --wait-before --write --wait-after
 expect_level submitted -r 4K:8K --write
 expect_level none --wait-after
+# Sizes with coreutils' suffixes, as cat's --offset takes them.
+expect_level submitted -r 0:1k --write
+expect_level submitted --range=1KiB:2MB --write
 out=$("$bin" sync "$t/f") || fail "sync without -v: exit $?"
 [ -z "$out" ] || fail "sync without -v printed '$out'"
 

@@ -92,7 +92,8 @@ static void parse(const struct cli_cmd *cmd, int argc, char **argv, struct exec_
 		case OPT_MIN_SIZE:
 			o->min_size = cli_parse_size(optarg);
 			if (o->min_size < 0)
-				cli_usage_error(cmd, "invalid size %s", cli_quote(optarg));
+				cli_usage_error(cmd, "invalid size %s%s", cli_quote(optarg),
+						cli_size_why(o->min_size));
 			break;
 		case OPT_SYNC:
 			if (strcmp(optarg, "data") && strcmp(optarg, "full"))
@@ -166,7 +167,8 @@ const struct cli_cmd cli_cmd_exec = {
 	"The exit status is COMMAND's; 125 when psplice itself fails, 126 when\n"
 	"COMMAND cannot be run, 127 when it is not found.\n"
 	"\n"
-	"      --chunk=SIZE     write-behind chunk (default 8M; K, M, G, T)\n"
+	"      --chunk=SIZE     write-behind chunk (default 8M; K, M, G, T, KiB...\n"
+	"                       powers of 1024; kB, MB... of 1000; b = 512)\n"
 	"      --min-size=SIZE  leave files smaller than SIZE alone (default 8M)\n"
 	"      --sync=data|full at close, fdatasync or fsync each paced file\n"
 	"      --read-behind    drop the pages a file read once brought in\n"
