@@ -56,6 +56,47 @@ if [ -d /dev/shm ] && [ "$(stat -f -c %T /dev/shm)" = tmpfs ]; then
 else
 	echo "SKIP part: no tmpfs at /dev/shm"
 fi
-"$bin" sync 2>/dev/null && fail "no operand accepted"
+# sync(1)'s forms (issue 40): no operand syncs every file system (sync(2)),
+# -f/--file-system the file system of each FILE (syncfs(2)), -d/--data the
+# data of each (fdatasync(2)); -d with no FILE and -d with -f are refused
+# as sync(1) refuses them.
+out=$("$bin" sync 2>&1) || fail "sync with no operand: exit $? ($out)"
+[ -z "$out" ] || fail "sync with no operand printed '$out'"
+out=$("$bin" sync -v 2>&1) || fail "sync -v: exit $? ($out)"
+[ "$out" = "psplice: every file system: synced" ] || fail "sync -v: '$out'"
+out=$("$bin" sync -f 2>&1) || fail "sync -f with no operand: exit $? ($out)"
+[ -z "$out" ] || fail "sync -f printed '$out'"
+for f in -f --file-system; do
+	out=$("$bin" sync -v $f "$t/f" "$t/d" 2>&1) || fail "sync $f: exit $? ($out)"
+	[ "$out" = "psplice: '$t/f': file system synced
+psplice: '$t/d': file system synced" ] || fail "sync $f: '$out'"
+done
+out=$("$bin" sync -f "$t/missing" "$t/f" 2>&1); rc=$?
+[ $rc -eq 1 ] || fail "sync -f missing: exit $rc"
+[ "$out" = "psplice: cannot open '$t/missing': No such file or directory" ] ||
+	fail "sync -f missing: '$out'"
+expect_level data-durable -d
+out=$("$bin" sync -d 2>&1); rc=$?
+[ $rc -eq 1 ] || fail "sync -d with no operand: exit $rc"
+[ "$(echo "$out" | head -1)" = "psplice: --data needs at least one FILE" ] ||
+	fail "sync -d: '$out'"
+for bad in "-d -f" "-f --metadata" "-f -r 0:1" "-f --write" "--write" "-r 0:1"; do
+	out=$("$bin" sync $bad 2>&1) && fail "sync $bad with no FILE accepted"
+	"$bin" sync $bad "$t/f" 2>/dev/null
+	case $bad in -f*|"-d -f") [ $? -eq 1 ] || fail "sync $bad FILE accepted" ;; esac
+done
+out=$("$bin" sync -d -f "$t/f" 2>&1)
+[ "$(echo "$out" | head -1)" = "psplice: cannot specify both --data and --file-system" ] ||
+	fail "sync -d -f: '$out'"
+# The system calls, seen by strace.
+if command -v strace >/dev/null; then
+	calls() { ASAN_OPTIONS=detect_leaks=0 strace -f -qq -e trace=sync,syncfs,fsync,fdatasync \
+		-o "$t/trace" "$bin" sync "$@" && sed -n 's/^[0-9]* *\([a-z]*\)(.*/\1/p' "$t/trace" | tr '\n' ' '; }
+	[ "$(calls)" = "sync " ] || fail "sync: calls '$(calls)'"
+	[ "$(calls -f "$t/f")" = "syncfs " ] || fail "sync -f: calls '$(calls -f "$t/f")'"
+	[ "$(calls -d "$t/f")" = "fdatasync " ] || fail "sync -d: calls '$(calls -d "$t/f")'"
+else
+	echo "SKIP part: strace is not installed"
+fi
 "$bin" sync --help | grep -q -- '--metadata' || fail "--help lacks --metadata"
 exit 0
