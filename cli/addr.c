@@ -118,9 +118,11 @@ int cli_parse_addr(const char *s, struct cli_addr *a, bool passive, const char *
 	err = getaddrinfo(host, port, &hints, &ai);
 	if (err == EAI_NONAME && cli_parse_only)
 		return 0;
+	/* A well-formed name that does not resolve (now, here) is the run's
+	 * failure, not the command line's. */
 	if (err) {
 		*why = gai_strerror(err);
-		return -1;
+		return CLI_ADDR_UNRESOLVED;
 	}
 	memcpy(&a->ss, ai->ai_addr, ai->ai_addrlen);
 	a->len = ai->ai_addrlen;
@@ -128,15 +130,21 @@ int cli_parse_addr(const char *s, struct cli_addr *a, bool passive, const char *
 	return 0;
 }
 
-/* --to ADDR: a blocking stream socket connected to ADDR (a bad address is
- * a usage error); -1 with the error said when it cannot be reached. */
+/* --to ADDR: a blocking stream socket connected to ADDR (a malformed
+ * address is a usage error); -1 with the error said when it cannot be
+ * reached, its name not resolved included. */
 int cli_connect(const struct cli_cmd *cmd, const char *arg)
 {
 	struct cli_addr a;
 	const char *why;
-	int fd;
+	int fd, r;
 
-	if (cli_parse_addr(arg, &a, false, &why) < 0)
+	r = cli_parse_addr(arg, &a, false, &why);
+	if (r == CLI_ADDR_UNRESOLVED) {
+		cli_error(0, "cannot connect to %s: %s", cli_quote(arg), why);
+		return -1;
+	}
+	if (r < 0)
 		cli_usage_error(cmd, "invalid address %s: %s", cli_quote(arg), why);
 	if (cli_parse_only)
 		return -1;

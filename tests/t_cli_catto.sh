@@ -89,5 +89,25 @@ out=$("$bin" cat --to "unix:$t/none" "$t/f" 2>&1) && fail "refused address accep
 	fail "refused: '$out'"
 for bad in nocolon 127.0.0.1: '[::1' unix:; do
 	"$bin" cat --to "$bad" "$t/f" > /dev/null 2>&1 && fail "address '$bad' accepted"
+	out=$("$bin" cat --to "$bad" "$t/f" 2>&1 >/dev/null)
+	echo "$out" | grep -q "^Try 'psplice cat --help'" || fail "'$bad' is no usage error: '$out'"
 done
+# A name that does not resolve is well formed: an error of the run (the
+# resolver's word), exit 1, not a usage error (issue 40); nothing read.
+out=$("$bin" cat --to nosuchhost.invalid:9001 "$t/f" 2>&1 >/dev/null); rc=$?
+[ $rc -eq 1 ] || fail "unresolved name: exit $rc"
+case $out in
+"psplice: cannot connect to 'nosuchhost.invalid:9001': "*) ;;
+*) fail "unresolved name: '$out'" ;;
+esac
+echo "$out" | grep -q -e "--help" -e "invalid address" && fail "unresolved name: '$out'"
+[ "$(echo "$out" | wc -l)" = 1 ] || fail "unresolved name: '$out'"
+# tee --to takes it as an output it could not open: the others get the bytes.
+out=$(echo hi | "$bin" tee --to nosuchhost.invalid:9001 2>&1 >"$t/teeout"); rc=$?
+[ $rc -eq 1 ] || fail "tee, unresolved name: exit $rc"
+[ "$(cat "$t/teeout")" = hi ] || fail "tee, unresolved name: output '$(cat "$t/teeout")'"
+case $out in
+"psplice: cannot connect to 'nosuchhost.invalid:9001': "*) ;;
+*) fail "tee, unresolved name: '$out'" ;;
+esac
 exit 0
