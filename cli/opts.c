@@ -51,8 +51,9 @@ void cli_help(const struct cli_cmd *cmd)
 	printf("Usage: " CLI_NAME " %s [OPTION]... %s\n%s", cmd->name, cmd->args,
 	       cmd->help);
 	fputs("      --help         display this help and exit\n"
-	      "      --version      output version information and exit\n"
-	      "\nExit status is 0 on success, 1 on any error.\n", stdout);
+	      "      --version      output version information and exit\n\n", stdout);
+	fputs(cmd->status ? cmd->status : "Exit status is 0 on success, 1 on any error.\n",
+	      stdout);
 	printf("See " CLI_NAME "-%s(1).\n", cmd->name);
 	cli_exit(0);
 }

@@ -18,6 +18,7 @@ struct cli_cmd {
 	const char *args;     /* the operands, for the usage line */
 	const char *summary;  /* one line, for psplice --help */
 	const char *help;     /* description and options, for psplice NAME --help */
+	const char *status;   /* its exit status, for --help; NULL: 0 or 1 */
 	int (*main)(const struct cli_cmd *cmd, int argc, char **argv);
 };
 

@@ -28,6 +28,16 @@ err_is $LINENO "psplice: cannot run './no-such-command': No such file or directo
 $P exec 2>err; rc=$?; rc_is $LINENO 1
 $P exec --sync=sometimes -- true 2>/dev/null; rc=$?; rc_is $LINENO 1
 PSPLICE_PRELOAD=$d/none.so $P exec -- true 2>err; rc=$?; rc_is $LINENO 125
+# --help says the exit status once, and what it is (issue 40: it also said
+# "0 on success, 1 on any error", which a command's own status belies).
+$P exec --help >help; rc=$?; rc_is $LINENO 0
+is $LINENO 1 "$(grep -c -i 'exit status' help)"
+grep -q "The exit status is COMMAND's; 125 .*" help || fail $LINENO "$(cat help)"
+grep -q '1 for a usage error' help || fail $LINENO "$(cat help)"
+grep -q '0 on success, 1 on any error' help && fail $LINENO "$(cat help)"
+# The others keep theirs.
+$P cat --help | grep -q '^Exit status is 0 on success, 1 on any error.$' ||
+	fail $LINENO "cat --help lost its exit status"
 # The environment the command sees; an LD_PRELOAD there is kept, first.
 is $LINENO "/x.so:$lib" "$(LD_PRELOAD=/x.so $P exec -- sh -c 'echo "$LD_PRELOAD"' 2>/dev/null)"
 is $LINENO "chunk=1048576,min=0,sync=data,read-behind=1,verbose=0" \

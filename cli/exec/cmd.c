@@ -164,8 +164,6 @@ const struct cli_cmd cli_cmd_exec = {
 	"that were in the cache before the command touched them are never dropped.\n"
 	"Files on tmpfs, ramfs and hugetlbfs are left alone: their pages are the\n"
 	"file, with nothing to write back or drop.\n"
-	"The exit status is COMMAND's; 125 when psplice itself fails, 126 when\n"
-	"COMMAND cannot be run, 127 when it is not found.\n"
 	"\n"
 	"      --chunk=SIZE     write-behind chunk (default 8M; K, M, G, T, KiB...\n"
 	"                       powers of 1024; kB, MB... of 1000; b = 512)\n"
@@ -176,5 +174,9 @@ const struct cli_cmd cli_cmd_exec = {
 	"                       (static, set-user-ID); at exit, each process that\n"
 	"                       paced or dropped something prints a summary on\n"
 	"                       standard error\n",
+	.status =
+	"The exit status is COMMAND's; 125 when psplice cannot set it up,\n"
+	"126 when COMMAND cannot be run, 127 when it is not found,\n"
+	"and 1 for a usage error.\n",
 	.main = exec_main,
 };
