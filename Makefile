@@ -287,7 +287,18 @@ uninstall:
 		$(addprefix $(DESTDIR)$(MANDIR)/man1/,$(notdir $(wildcard man/*.1))) \
 		$(addprefix $(DESTDIR)$(MANDIR)/man3/,$(notdir $(wildcard man/*.3)))
 	$(Q)rmdir $(DESTDIR)$(PRELOAD_DIR) $(DESTDIR)$(BENCH_DIR) 2>/dev/null || true
-	$(Q)$(LDCONFIG_STEP)
+	$(Q)$(UNLDCONFIG_STEP)
+
+# After uninstall, the loader's cache is made anew as root, so that it
+# names no library that is gone; install's advice (a directory to add to
+# the loader's path) would be wrong here. Only when the cache still names
+# the library and root cannot be asked is the line to run said.
+UNLDCONFIG_STEP = if [ -n "$(DESTDIR)" ] || ! command -v ldconfig >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" -eq 0 ]; then \
+		ldconfig || echo "uninstall: ldconfig failed: run 'ldconfig' as root"; \
+	elif ldconfig -p | grep -qF "$(LIBDIR)/$(SONAME)"; then \
+		echo "uninstall: run 'ldconfig' as root for programs to stop finding $(SONAME) in $(LIBDIR)"; \
+	fi
 
 # The Python binding (bindings/python): its tests, with the library just
 # built found by its soname through LD_LIBRARY_PATH, as an installed one

@@ -52,6 +52,8 @@ v=$(env -u LD_LIBRARY_PATH "$t/prog") || fail "the program does not start after 
 python3 -c 'import ctypes; ctypes.CDLL("libpsplice.so.0")' || fail "ctypes cannot load libpsplice.so.0"
 make -C "$top" --no-print-directory BUILD="$build" PREFIX=/usr/local uninstall >"$t/uninstall.log" 2>&1 ||
 	fail "make uninstall: $(tail -3 "$t/uninstall.log")"
+# uninstall runs ldconfig itself and gives none of install's advice.
+! grep -q "install: " "$t/uninstall.log" || fail "make uninstall as root said: $(grep 'install: ' "$t/uninstall.log")"
 left=$(find /usr/local \( -type f -o -type l \) | head -5)
 [ -z "$left" ] || fail "make uninstall left: $left"
 ! env -u LD_LIBRARY_PATH "$t/prog" >/dev/null 2>&1 || fail "the program still starts after make uninstall"
@@ -63,7 +65,22 @@ if command -v setpriv >/dev/null; then
 		fail "make install as nobody: $(tail -3 "$t/user.log")"
 	grep -qx "install: run 'ldconfig' as root for programs to find libpsplice.so.[0-9]* in /usr/local/lib" \
 		"$t/user.log" || fail "make install as nobody said: $(cat "$t/user.log")"
-	make -C "$top" --no-print-directory BUILD="$build" PREFIX=/usr/local uninstall >/dev/null 2>&1
+	setpriv --reuid=nobody --regid=nogroup --clear-groups make -C "$top" --no-print-directory \
+		BUILD="$build" PREFIX=/usr/local uninstall >"$t/user-un.log" 2>&1 ||
+		fail "make uninstall as nobody: $(tail -3 "$t/user-un.log")"
+	# The loader's cache never knew this install: nothing to say.
+	! grep -q "install: " "$t/user-un.log" ||
+		fail "make uninstall as nobody said: $(cat "$t/user-un.log")"
+	# It knows the one root installed: the line that makes it forget.
+	chown -R root /usr/local
+	make -C "$top" --no-print-directory BUILD="$build" PREFIX=/usr/local install >/dev/null 2>&1 ||
+		fail "make install again"
+	chown -R nobody /usr/local
+	setpriv --reuid=nobody --regid=nogroup --clear-groups make -C "$top" --no-print-directory \
+		BUILD="$build" PREFIX=/usr/local uninstall >"$t/user-un.log" 2>&1 ||
+		fail "make uninstall as nobody: $(tail -3 "$t/user-un.log")"
+	grep -qx "uninstall: run 'ldconfig' as root for programs to stop finding libpsplice.so.[0-9]* in /usr/local/lib" \
+		"$t/user-un.log" || fail "make uninstall as nobody, cache stale, said: $(cat "$t/user-un.log")"
 fi
 echo ok
 EOF
