@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "addr.h"
@@ -23,7 +24,7 @@
 /* What a failed file means for the ones after it. */
 enum { CAT_OK, CAT_NEXT, CAT_STOP };
 
-enum { OPT_OFFSET = 0x200, OPT_LENGTH, OPT_TO, OPT_PROGRESS };
+enum { OPT_OFFSET = 0x200, OPT_LENGTH, OPT_TO, OPT_PROGRESS, OPT_LISTEN };
 
 static bool progress; /* --progress */
 /* -A -b -e -E -n -s -t -T -v: what the bytes are shown as, carried from
@@ -46,6 +47,7 @@ static const struct option longopts[] = {
 	{ "offset", required_argument, NULL, OPT_OFFSET },
 	{ "length", required_argument, NULL, OPT_LENGTH },
 	{ "to", required_argument, NULL, OPT_TO },
+	{ "listen", required_argument, NULL, OPT_LISTEN },
 	{ "progress", no_argument, NULL, OPT_PROGRESS },
 	CLI_COMMON_LONGOPTS
 };
@@ -165,31 +167,65 @@ static uint64_t input_size(int fd, const struct range *rg)
 	return left < rg->length ? left : rg->length;
 }
 
-static int cat_one(const char *arg, const struct range *rg, bool verbose)
+static int cat_fd(int fd, const char *name, const struct range *rg, bool verbose)
 {
-	bool is_stdin = !strcmp(arg, "-");
-	const char *name = is_stdin ? STDIN_NAME : arg;
 	struct cli_copy c;
-	int fd = STDIN_FILENO, rc = CAT_OK, r;
+	int r;
 
-	if (!is_stdin) {
-		fd = open(arg, O_RDONLY | O_CLOEXEC);
-		if (fd < 0) {
-			cli_error(errno, "cannot open %s", cli_quote(arg));
-			return CAT_NEXT;
-		}
-	}
 	if (progress)
 		cli_progress_begin(name, input_size(fd, rg), true);
 	r = copy_range(fd, rg, &c);
 	cli_progress_end(r >= 0);
 	if (r < 0)
-		rc = failed(name, fd, &c);
-	else if (verbose)
+		return failed(name, fd, &c);
+	if (verbose)
 		cli_report(name, out_name, &c);
-	if (!is_stdin)
-		close(fd);
+	return CAT_OK;
+}
+
+static int cat_one(const char *arg, const struct range *rg, bool verbose)
+{
+	int fd, rc;
+
+	if (!strcmp(arg, "-"))
+		return cat_fd(STDIN_FILENO, STDIN_NAME, rg, verbose);
+	fd = open(arg, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		cli_error(errno, "cannot open %s", cli_quote(arg));
+		return CAT_NEXT;
+	}
+	rc = cat_fd(fd, arg, rg, verbose);
+	close(fd);
 	return rc;
+}
+
+/* A listener on a, closed once one connection is accepted: that
+ * connection, or -1 with the error said. A unix socket's name, made by
+ * the bind, goes with the listener. */
+static int accept_one(const struct cli_addr *a)
+{
+	int one = 1, fd, conn = -1, err;
+
+	fd = socket(a->ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd >= 0 && a->ss.ss_family != AF_UNIX)
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (fd < 0 || bind(fd, (const struct sockaddr *)&a->ss, a->len) < 0) {
+		cli_error(errno, "cannot listen on %s", cli_quote(a->text));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	if (listen(fd, 1) == 0)
+		do
+			conn = accept4(fd, NULL, NULL, SOCK_CLOEXEC);
+		while (conn < 0 && errno == EINTR);
+	err = errno;
+	if (a->ss.ss_family == AF_UNIX)
+		unlink(((const struct sockaddr_un *)&a->ss)->sun_path);
+	close(fd);
+	if (conn < 0)
+		cli_error(err, "cannot listen on %s", cli_quote(a->text));
+	return conn;
 }
 
 /* --to: a blocking stream socket, so that the copy waits for room. */
@@ -208,7 +244,40 @@ static void connect_to(const struct cli_cmd *cmd, const char *arg)
 struct cat_opts {
 	struct range rg;
 	bool verbose;
+	const char *listen;      /* --listen ADDR */
+	struct cli_addr laddr;   /* its address, when its name resolved */
+	const char *unresolved;  /* else why not */
 };
+
+/* --listen: a malformed ADDR is a usage error; a name that does not
+ * resolve is the run's, said when the run would listen. */
+static void listen_arg(const struct cli_cmd *cmd, const char *arg, struct cat_opts *opt)
+{
+	const char *why;
+	int r = cli_parse_addr(arg, &opt->laddr, true, &why);
+
+	if (r < 0 && r != CLI_ADDR_UNRESOLVED)
+		cli_usage_error(cmd, "invalid address %s: %s", cli_quote(arg), why);
+	opt->listen = arg;
+	opt->unresolved = r < 0 ? why : NULL;
+}
+
+/* --listen: the one connection accepted is the input. */
+static int cat_listen(const struct cat_opts *opt)
+{
+	int fd, rc;
+
+	if (opt->unresolved) {
+		cli_error(0, "cannot listen on %s: %s", cli_quote(opt->listen), opt->unresolved);
+		return CAT_STOP;
+	}
+	fd = accept_one(&opt->laddr);
+	if (fd < 0)
+		return CAT_STOP;
+	rc = cat_fd(fd, opt->listen, &opt->rg, opt->verbose);
+	close(fd);
+	return rc;
+}
 
 /* --offset and --length: sizes with coreutils' suffixes (1K, 1KiB, 1kB). */
 static void range_arg(const struct cli_cmd *cmd, int c, const char *arg, struct range *rg)
@@ -269,6 +338,9 @@ static void parse_options(const struct cli_cmd *cmd, int argc, char **argv,
 		case OPT_PROGRESS:
 			progress = true;
 			break;
+		case OPT_LISTEN:
+			listen_arg(cmd, optarg, opt);
+			break;
 		default:
 			if (!show_option(c))
 				cli_common_option(cmd, c);
@@ -284,7 +356,7 @@ static int cat_all(char **files, int n, const struct cat_opts *opt)
 	int i, r = CAT_OK, status = 0;
 
 	for (i = 0; i < n && r != CAT_STOP; i++) {
-		r = cat_one(files[i], &opt->rg, opt->verbose);
+		r = opt->listen ? cat_listen(opt) : cat_one(files[i], &opt->rg, opt->verbose);
 		if (r != CAT_OK)
 			status = 1;
 	}
@@ -302,6 +374,8 @@ static int cat_main(const struct cli_cmd *cmd, int argc, char **argv)
 	struct cat_opts opt = { .rg = { 0, PSPLICE_TO_EOF } };
 
 	parse_options(cmd, argc, argv, &opt);
+	if (opt.listen && optind < argc)
+		cli_usage_error(cmd, "--listen takes no FILE");
 	if (cli_parse_only)
 		return 0;
 	cli_grow_pipe(out_fd);
@@ -346,6 +420,8 @@ const struct cli_cmd cli_cmd_cat = {
 	"                     each input's totals\n"
 	"      --to=ADDR      write to a stream socket instead of standard output:\n"
 	"                     HOST:PORT, [IPv6]:PORT or unix:PATH\n"
+	"      --listen=ADDR  read one connection accepted on ADDR (HOST:PORT,\n"
+	"                     :PORT, [IPv6]:PORT, unix:PATH) instead of FILEs\n"
 	"  -u                 (ignored: output is never buffered)\n"
 	"      --verbose      tell on standard error which kernel path moved the\n"
 	"                     bytes of each file, and how many (no letter: -v\n"
