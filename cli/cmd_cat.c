@@ -2,6 +2,7 @@
  * engine, so that a file into a pipe or a socket is spliced, never read. */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -24,7 +25,7 @@
 /* What a failed file means for the ones after it. */
 enum { CAT_OK, CAT_NEXT, CAT_STOP };
 
-enum { OPT_OFFSET = 0x200, OPT_LENGTH, OPT_TO, OPT_PROGRESS, OPT_LISTEN };
+enum { OPT_OFFSET = 0x200, OPT_LENGTH, OPT_TO, OPT_PROGRESS, OPT_LISTEN, OPT_OUTPUT_OFFSET };
 
 static bool progress; /* --progress */
 /* -A -b -e -E -n -s -t -T -v: what the bytes are shown as, carried from
@@ -46,16 +47,19 @@ static const struct option longopts[] = {
 	{ "verbose", no_argument, NULL, 'V' },
 	{ "offset", required_argument, NULL, OPT_OFFSET },
 	{ "length", required_argument, NULL, OPT_LENGTH },
+	{ "output-offset", required_argument, NULL, OPT_OUTPUT_OFFSET },
 	{ "to", required_argument, NULL, OPT_TO },
 	{ "listen", required_argument, NULL, OPT_LISTEN },
 	{ "progress", no_argument, NULL, OPT_PROGRESS },
 	CLI_COMMON_LONGOPTS
 };
 
-/* The part of each input to copy, as dd's skip= and count= (in bytes). */
+/* The part of each input to copy, as dd's skip= and count= (in bytes),
+ * and where the output is written from, as dd's seek= conv=notrunc. */
 struct range {
 	int64_t offset;
-	uint64_t length; /* PSPLICE_TO_EOF: to the end */
+	uint64_t length;     /* PSPLICE_TO_EOF: to the end */
+	int64_t out_offset;  /* -1: the output's own position */
 };
 
 static bool same_regular_file(int a, int b)
@@ -279,18 +283,42 @@ static int cat_listen(const struct cat_opts *opt)
 	return rc;
 }
 
-/* --offset and --length: sizes with coreutils' suffixes (1K, 1KiB, 1kB). */
+/* --offset, --length and --output-offset: sizes with coreutils' suffixes
+ * (1K, 1KiB, 1kB). */
 static void range_arg(const struct cli_cmd *cmd, int c, const char *arg, struct range *rg)
 {
 	int64_t n = cli_parse_size(arg);
 
 	if (n < 0)
-		cli_usage_error(cmd, "invalid %s %s%s", c == OPT_OFFSET ? "offset" : "length",
+		cli_usage_error(cmd, "invalid %s %s%s",
+				c == OPT_OFFSET ? "offset" : c == OPT_LENGTH ? "length" : "output offset",
 				cli_quote(arg), cli_size_why(n));
 	if (c == OPT_OFFSET)
 		rg->offset = n;
-	else
+	else if (c == OPT_LENGTH)
 		rg->length = (uint64_t)n;
+	else
+		rg->out_offset = n;
+}
+
+/* --output-offset: the output's position set there once, as dd's seek=
+ * does, and each input written on from there; nothing is truncated. An
+ * output that appends would take the bytes at its end whatever the
+ * position: refused. */
+static int seek_output(int64_t off)
+{
+	int fl = fcntl(out_fd, F_GETFL);
+
+	if (fl >= 0 && (fl & O_APPEND)) {
+		cli_error(0, "cannot write %s at offset %" PRId64 ": it appends (>>); "
+			  "open it with 1<> instead", cli_quote(out_name), off);
+		return -1;
+	}
+	if (lseek(out_fd, off, SEEK_SET) < 0) {
+		cli_error(errno, "cannot write %s at offset %" PRId64, cli_quote(out_name), off);
+		return -1;
+	}
+	return 0;
 }
 
 /* cat(1)'s letters: -A is -vET, -e is -vE, -t is -vT. false: not one. */
@@ -330,6 +358,7 @@ static void parse_options(const struct cli_cmd *cmd, int argc, char **argv,
 			break;
 		case OPT_OFFSET:
 		case OPT_LENGTH:
+		case OPT_OUTPUT_OFFSET:
 			range_arg(cmd, c, optarg, &opt->rg);
 			break;
 		case OPT_TO:
@@ -371,13 +400,15 @@ static int cat_main(const struct cli_cmd *cmd, int argc, char **argv)
 {
 	static char dash[] = "-";
 	char *stdin_only[] = { dash };
-	struct cat_opts opt = { .rg = { 0, PSPLICE_TO_EOF } };
+	struct cat_opts opt = { .rg = { 0, PSPLICE_TO_EOF, -1 } };
 
 	parse_options(cmd, argc, argv, &opt);
 	if (opt.listen && optind < argc)
 		cli_usage_error(cmd, "--listen takes no FILE");
 	if (cli_parse_only)
 		return 0;
+	if (opt.rg.out_offset >= 0 && seek_output(opt.rg.out_offset) < 0)
+		return 1;
 	cli_grow_pipe(out_fd);
 	cli_grow_pipe(STDIN_FILENO);
 	if (optind == argc)
@@ -416,6 +447,9 @@ const struct cli_cmd cli_cmd_cat = {
 	"                     a file is read there without moving its position,\n"
 	"                     a pipe or socket has its first N bytes discarded\n"
 	"      --length=N     copy at most N bytes of each input\n"
+	"      --output-offset=N\n"
+	"                     write from N bytes into standard output, a file\n"
+	"                     (1<>FILE: not truncated), as dd seek=N conv=notrunc\n"
 	"      --progress     show bytes, rate and ETA on standard error, then\n"
 	"                     each input's totals\n"
 	"      --to=ADDR      write to a stream socket instead of standard output:\n"

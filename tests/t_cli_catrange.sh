@@ -66,6 +66,32 @@ if truncate -s 2T "$t/sparse" 2>/dev/null; then
 else
 	echo "SKIP part: no 2 TiB sparse file here"
 fi
+# --output-offset: the output written from there, not truncated, as dd
+# seek= conv=notrunc; several inputs one after the other; past the end a
+# hole; the options that show the bytes too.
+printf 'xyz' >"$t/in"
+printf 'AAAAAAAAAA' >"$t/o"; cp "$t/o" "$t/o.dd"
+"$bin" cat --output-offset 3 "$t/in" 1<>"$t/o" || fail "--output-offset: exit $?"
+dd if="$t/in" of="$t/o.dd" bs=1 seek=3 conv=notrunc 2>/dev/null
+cmp -s "$t/o" "$t/o.dd" || fail "--output-offset 3: '$(cat "$t/o")'"
+"$bin" cat --output-offset=1 "$t/in" - "$t/in" 1<>"$t/o" <"$t/in" || fail "three inputs: exit $?"
+[ "$(cat "$t/o")" = "Axyzxyzxyz" ] || fail "three inputs: '$(cat "$t/o")'"
+"$bin" cat --output-offset 20 "$t/in" 1<>"$t/o" || fail "past the end: exit $?"
+{ printf 'Axyzxyzxyz'; head -c 10 /dev/zero; printf 'xyz'; } | cmp -s - "$t/o" || fail "past the end"
+head -c 4096 /dev/zero | tr '\0' A >"$t/o"
+"$bin" cat -n --output-offset 1k "$t/in" 1<>"$t/o" || fail "-n: exit $?"
+{ head -c 1024 /dev/zero | tr '\0' A; printf '     1\txyz'; head -c 3062 /dev/zero | tr '\0' A; } |
+	cmp -s - "$t/o" || fail "-n --output-offset 1k"
+# An output that cannot seek, or that appends: said, exit 1, nothing read.
+out=$( ("$bin" cat --output-offset 3 "$t/in" 2>"$t/err"; echo $? >"$t/rc") | cat)
+[ -z "$out" ] && [ "$(cat "$t/rc")" = 1 ] || fail "pipe: exit $(cat "$t/rc"), output '$out'"
+[ "$(cat "$t/err")" = "psplice: cannot write 'standard output' at offset 3: Illegal seek" ] ||
+	fail "pipe: '$(cat "$t/err")'"
+printf 'AAAA' >"$t/o"
+"$bin" cat --output-offset 1 "$t/in" >>"$t/o" 2>"$t/err"; rc=$?
+[ $rc = 1 ] && [ "$(cat "$t/o")" = AAAA ] || fail "append: exit $rc, '$(cat "$t/o")'"
+[ "$(cat "$t/err")" = "psplice: cannot write 'standard output' at offset 1: it appends (>>); open it with 1<> instead" ] ||
+	fail "append: '$(cat "$t/err")'"
 for bad in x -1 1Q ''; do
 	"$bin" cat --offset "$bad" "$t/f" > /dev/null 2>&1 && fail "offset '$bad' accepted"
 	"$bin" cat --length "$bad" "$t/f" > /dev/null 2>&1 && fail "length '$bad' accepted"
