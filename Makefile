@@ -53,7 +53,7 @@ CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
 BENCH_SRC := $(wildcard bench/*.c)
 # What the command's subcommands share, which the benchmark and the parser
 # fuzzers link too.
-CLI_COMMON_SRC := cli/out.c cli/opts.c cli/sys.c cli/copy.c cli/parse.c cli/addr.c \
+CLI_COMMON_SRC := cli/out.c cli/outq.c cli/opts.c cli/sys.c cli/copy.c cli/parse.c cli/addr.c \
 	cli/progress.c cli/relay/proxy_hdr.c
 BENCH_OBJ := $(BENCH_SRC:%.c=$(BUILD)/%.o) $(CLI_COMMON_SRC:%.c=$(BUILD)/%.o) $(BUILD)/cli/dirty.o
 BENCH_DIR ?= $(LIBEXECDIR)/psplice
@@ -218,6 +218,8 @@ CLI_TSAN_TESTS += t_cli_relay_nofile.sh
 CLI_TSAN_TESTS += t_cli_relay_pidfile.sh
 # The datagrams to a Type=notify service manager.
 CLI_TSAN_TESTS += t_cli_relay_notify.sh
+# The log's reader stalled, its lines queued.
+CLI_TSAN_TESTS += t_cli_relay_log.sh
 check-tsan:
 	$(Q)$(MAKE) --no-print-directory BUILD=build-tsan CC=gcc SAN="-fsanitize=thread" \
 		OPT="-O1 -g" build-tsan/tests/t_threads build-tsan/tests/t_pending \

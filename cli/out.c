@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "out.h"
+#include "outq.h"
 
 /* Set when a message (or a relay's log record) could not be written
  * whole: the exit check fails the command for it, as stdio's error flag
@@ -19,22 +20,12 @@
 static atomic_bool stderr_lost;
 
 /* Write all of buf to fd (standard error, or a log file), in one write(2)
- * unless it is cut short. */
+ * unless it is cut short; through the fd's queue when it has one (a relay
+ * serving), which writes it from a thread of its own. */
 void cli_put(int fd, const char *buf, size_t len)
 {
-	ssize_t n;
-
-	while (len) {
-		n = write(fd, buf, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			atomic_store(&stderr_lost, true);
-			return;
-		}
-		buf += n;
-		len -= (size_t)n;
-	}
+	if (!cli_outq_put(fd, buf, len) && !cli_write_whole(fd, buf, len))
+		atomic_store(&stderr_lost, true);
 }
 
 /* A message being built: len bytes of buf's size, one kept for its newline. */
@@ -209,7 +200,7 @@ static void check_stdout(void)
 	}
 	/* As in cp(1): a message lost on a closed or full standard error
 	 * still fails the command, though nothing can say so. */
-	if (atomic_load(&stderr_lost) || ferror(stderr))
+	if (atomic_load(&stderr_lost) || cli_outq_failed() || ferror(stderr))
 		_exit(1);
 }
 

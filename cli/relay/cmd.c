@@ -102,7 +102,9 @@ static int relay_main(const struct cli_cmd *cmd, int argc, char **argv)
 			x->replace_pid = 0;
 	reload_prepare(r);
 	nofile_raise(r);
+	log_start(r);
 	status = relay_run(r);
+	log_stop();
 	free_relays(&base, r);
 	return status;
 }

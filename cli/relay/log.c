@@ -3,8 +3,9 @@
  * close. With --log-format=json, one JSON object per closed connection,
  * for accounting: addresses, start, duration, bytes each way, how it ended
  * and by which side, and the engine's mechanisms. Either goes to standard
- * error, or to --log's file, one write(2) per line: workers write at once,
- * and O_APPEND keeps each line whole against other writers of the file. */
+ * error, or to --log's file, queued and written whole by the log's thread
+ * (log_start), so that no worker waits on the reader; O_APPEND keeps each
+ * line whole against other writers of the file. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -14,6 +15,7 @@
 
 #include "relay.h"
 #include "out.h"
+#include "outq.h"
 
 const char *const relay_dir_name[2] = { "client->target", "target->client" };
 
@@ -256,4 +258,25 @@ void log_open(struct relay *r, struct conn *c)
 	} else if (r->verbose) {
 		cli_say_to(r->log_fd, "relay: #%" PRIu64 " %s open", c->id, c->peer);
 	}
+}
+
+/* From now until log_stop, every line the relay says, a worker's or the
+ * main thread's, to standard error or to --log's file, is queued and
+ * written by a thread of its own: a reader that stops reading holds that
+ * thread, never a worker, and the lines that do not fit are dropped and
+ * counted (outq.c). Without the thread, lines are written at once. */
+void log_start(const struct relay *r)
+{
+	int err = cli_outq_start(STDERR_FILENO);
+
+	if (!err && r->log_fd != STDERR_FILENO)
+		err = cli_outq_start(r->log_fd);
+	if (err)
+		cli_error(-err, "relay: cannot start the log's thread, lines are written at once");
+}
+
+/* At the end, what is queued is written, however long the reader takes. */
+void log_stop(void)
+{
+	cli_outq_stop();
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "relay.h"
+#include "outq.h"
 
 #define PREFIX "psplice_relay_"
 
@@ -130,6 +131,8 @@ static void process(FILE *f, struct relay *r)
 	each(f, r, "rate_waits_total", "counter",
 	     "Times a direction waited for --rate or --rate-total tokens.", paced_of);
 	one(f, "draining", "gauge", "1 once the relay stopped accepting and drains.", draining);
+	one(f, "log_lines_dropped_total", "counter",
+	    "Log lines dropped because the log's reader did not keep up.", cli_outq_dropped());
 }
 
 /* Each end but a whole stream's (fin), named as the JSON record names it;

@@ -21,6 +21,7 @@
 
 #include "relay.h"
 #include "out.h"
+#include "outq.h"
 
 /* Every connected socket of the process set to close with a reset: the
  * kernel would end each with a FIN when the process dies, and a stream cut
@@ -96,8 +97,8 @@ static bool workers_ended(const struct relay *r)
  * would have, before the process goes, and is not reset by another thread
  * as it closes, which would drop its unsent tail. A worker stuck past
  * CUT_WAIT_MS (writing to a --log=FILE that does not drain) has the rest
- * reset under it; a standard error that does not drain holds this thread
- * too, at the message below.
+ * reset under it; the lines still queued have as long to be written, the
+ * rest is lost with the process.
  * The relay ends as the signal's default action ends a program, not with
  * an exit status of its own: a shell that sees its child killed by SIGINT
  * stops the script it runs too, as it would for any program interrupted
@@ -116,6 +117,8 @@ static _Noreturn void die_of(struct relay *r, int signo)
 	if (!workers_ended(r))
 		reset_all();
 	pidfile_remove(r);
+	/* The lines queued, for as long at most. */
+	cli_outq_flush(CUT_WAIT_MS);
 	signal(signo, SIG_DFL);
 	sigemptyset(&set);
 	sigaddset(&set, signo);
