@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -52,6 +53,110 @@ static void line_add(struct line *l, const char *fmt, ...)
 	va_end(ap);
 }
 
+/* The length of the valid UTF-8 sequence at s (n bytes left), 0 if there
+ * is none: overlong forms, surrogates and code points past U+10FFFF are
+ * not valid either. */
+size_t cli_utf8_len(const unsigned char *s, size_t n)
+{
+	size_t len, i;
+	uint32_t cp;
+
+	if (s[0] < 0xc2 || s[0] > 0xf4)
+		return 0;
+	len = s[0] >= 0xf0 ? 4 : s[0] >= 0xe0 ? 3 : 2;
+	if (n < len)
+		return 0;
+	cp = s[0] & (0x7f >> len);
+	for (i = 1; i < len; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (s[i] & 0x3f);
+	}
+	if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) || cp > 0x10ffff ||
+	    (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return len;
+}
+
+/* Set by a command whose lines carry what others name (a relay's peers,
+ * the PROXY headers they send): its lines are escaped. */
+static atomic_bool escaping;
+
+void cli_escape_messages(bool on)
+{
+	atomic_store(&escaping, on);
+}
+
+static size_t escape_byte(unsigned char b, char *out)
+{
+	static const char hex[] = "0123456789abcdef";
+
+	if (b == '\\') {
+		memcpy(out, "\\\\", 2);
+		return 2;
+	}
+	if (b >= 0x20 && b < 0x7f) {
+		out[0] = (char)b;
+		return 1;
+	}
+	out[0] = '\\';
+	out[1] = 'x';
+	out[2] = hex[b >> 4];
+	out[3] = hex[b & 15];
+	return 4;
+}
+
+/* The n bytes of s as a log line may show them, into out (4 * n bytes at
+ * most): a control byte would move a terminal's cursor or recolour it,
+ * and a line feed forge a line of its own; a byte that is not UTF-8 can
+ * make a reader drop the line. Each of those bytes, and each of a C1
+ * control's two (which some terminals obey as ESC), is written \xNN as
+ * C writes it, a backslash \\, so that the bytes can be read back
+ * exactly; the rest, valid UTF-8 included, as it is. */
+static size_t escape(const unsigned char *s, size_t n, char *out)
+{
+	size_t len = 0, k, i;
+
+	while (n) {
+		k = *s < 0x80 ? 0 : cli_utf8_len(s, n);
+		/* C1 controls, U+0080 to U+009F, are 0xc2 0x80 to 0xc2 0x9f. */
+		if (k && !(s[0] == 0xc2 && s[1] < 0xa0)) {
+			memcpy(out + len, s, k);
+			len += k;
+		} else {
+			k = k ? k : 1;
+			for (i = 0; i < k; i++)
+				len += escape_byte(s[i], out + len);
+		}
+		s += k;
+		n -= k;
+	}
+	return len;
+}
+
+/* The line and its newline, escaped when the command asks it. Without
+ * the memory for a long line escaped, what fits is. */
+static void put_line(int fd, struct line *l)
+{
+	char small[4096], *out = small;
+	size_t len = l->len;
+
+	if (!atomic_load_explicit(&escaping, memory_order_relaxed)) {
+		l->buf[l->len++] = '\n';
+		cli_put(fd, l->buf, l->len);
+		return;
+	}
+	if (4 * len + 1 > sizeof(small) && !(out = malloc(4 * len + 1))) {
+		out = small;
+		len = (sizeof(small) - 1) / 4;
+	}
+	len = escape((const unsigned char *)l->buf, len, out);
+	out[len++] = '\n';
+	cli_put(fd, out, len);
+	if (out != small)
+		free(out);
+}
+
 /* "psplice: " MSG [": " reason] "\n", built whole in memory and written with
  * one write(2): stdio writes the pieces of a line in several, and relay
  * workers reporting at once tore each other's lines. A message too long for
@@ -77,8 +182,7 @@ static void say(int fd, int err, const char *fmt, va_list ap)
 	line_vadd(&l, fmt, ap);
 	if (err)
 		line_add(&l, ": %s", reason);
-	l.buf[l.len++] = '\n';
-	cli_put(fd, l.buf, l.len);
+	put_line(fd, &l);
 	if (l.buf != small)
 		free(l.buf);
 	errno = saved;
@@ -176,6 +280,7 @@ const char *cli_quote(const char *name)
 	unsigned int slot = qs->next++ % QUOTE_SLOTS;
 	size_t len = strlen(name) + 3, size = sizeof(qs->first[0]);
 	char *q = qs->first[slot], *p;
+	bool raw = atomic_load_explicit(&escaping, memory_order_relaxed);
 
 	if (len > size && grow(qs, slot, len)) {
 		q = qs->grown[slot];
@@ -183,9 +288,10 @@ const char *cli_quote(const char *name)
 	}
 	p = q;
 	*p++ = '\'';
-	/* A control character in a file name must not reach the terminal. */
+	/* A control character in a file name must not reach the terminal;
+	 * escaped lines show it as it was. */
 	for (; *name && p < q + size - 2; name++)
-		*p++ = (unsigned char)*name < 0x20 || *name == 0x7f ? '?' : *name;
+		*p++ = ((unsigned char)*name < 0x20 || *name == 0x7f) && !raw ? '?' : *name;
 	*p++ = '\'';
 	*p = '\0';
 	return q;

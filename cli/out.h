@@ -3,6 +3,7 @@
 #ifndef CLI_OUT_H
 #define CLI_OUT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #define CLI_NAME "psplice"
@@ -18,7 +19,15 @@ void cli_say_to(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3
 /* buf, a whole line, written to fd; a write that fails fails the command
  * at exit, as a lost message does. */
 void cli_put(int fd, const char *buf, size_t len);
-/* name in single quotes, control characters shown as '?'. Storage of the
+/* From now on (on) every message line is escaped: control bytes, C1
+ * controls and bytes that are not UTF-8 as \xNN, a backslash as \\; for a
+ * command whose lines carry names others chose (a relay's peers). */
+void cli_escape_messages(bool on);
+/* The length of the valid UTF-8 sequence at s (n bytes left), 0 when there
+ * is none (overlong forms and surrogates are not valid). */
+size_t cli_utf8_len(const unsigned char *s, size_t n);
+/* name in single quotes, control characters shown as '?' (left for the
+ * escape when messages are escaped). Storage of the
  * calling thread's, a few calls may be live at once. */
 const char *cli_quote(const char *name);
 

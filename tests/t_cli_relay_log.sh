@@ -5,8 +5,11 @@
 # 4,000 connections reset one after another, each leaving its lines: a
 # fresh client is relayed all the same, byte for byte; once the pipe is
 # read again the log says how many lines it dropped, --metrics counts the
-# same number, and every line is either written or counted. Every wait is
-# bounded.
+# same number, and every line is either written or counted. A PROXY v2
+# header naming a unix path with an ESC sequence, a line feed and a forged
+# log line, a backslash and a byte that is not UTF-8: the text log keeps one
+# line per record, holds no control byte, and shows the path escaped. Every
+# wait is bounded.
 [ -z "${BASH_VERSION:-}" ] && command -v bash >/dev/null && exec bash "$0" "$@"
 name=t_cli_relay_log; . "$(dirname "$0")/cli-lib.sh"
 command -v python3 >/dev/null 2>&1 || { echo "SKIP: python3 missing"; exit 77; }
@@ -195,5 +198,39 @@ tport=$(cat tport)
 # A stalled reader: the relay serves on, and says what it dropped.
 python3 peer.py stalled "$P" "$tport" 4000 >stalled.out 2>err; rc=$?
 rc_is $LINENO 0
+
+# Start a relay, its standard error to $1, with the options that follow:
+# its port in $port once it listens.
+relay() {
+	log=$1; shift
+	"$P" relay -v -j 2 "$@" 2>"$log" & rpid=$!; pids="$pids $rpid"
+	wait_for "$log" 'listening on' || fail $LINENO "relay did not start: $(cat "$log")"
+	port=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\),.*/\1/p' "$log" | head -n 1)
+}
+stop() {
+	kill -TERM "$rpid"
+	gone "$rpid" || fail $LINENO "relay did not stop"
+	wait "$rpid"; rc=$?
+	rc_is $LINENO 0
+}
+
+# A path from a PROXY v2 header: an ESC sequence, a line feed and a forged
+# record, a backslash, a byte that is not UTF-8, and an e with an acute
+# accent, which is.
+src=$(printf '/tmp/a\033[31mred\npsplice: relay: #9999 6.6.6.6:6666 FORGED LINE\\z\377\303\251' |
+	od -An -tx1 | tr -d ' \n')
+relay esc.log --accept-proxy 127.0.0.1:0 "127.0.0.1:$tport"
+python3 peer.py unix "$port" "$src" "$(printf /tmp/dst | od -An -tx1 | tr -d ' \n')" ||
+	fail $LINENO "the PROXY client was not relayed"
+wait_count esc.log 'relay: #1 ' 2 || fail $LINENO "no close line: $(cat -v esc.log)"
+stop
+want='unix:/tmp/a\x1b[31mred\x0apsplice: relay: #9999 6.6.6.6:6666 FORGED LINE\\z\xff'$(printf '\303\251')
+is $LINENO 1 "$(grep -c -F "psplice: relay: #1 $want open" esc.log)"
+is $LINENO 1 "$(grep -c -F "psplice: relay: #1 $want closed: 7 bytes" esc.log)"
+is $LINENO 0 "$(grep -c '^psplice: relay: #9999' esc.log)"
+is $LINENO 0 "$(LC_ALL=C tr -d '\n -~\200-\377' <esc.log | wc -c)"
+is $LINENO 2 "$(grep -c 'relay: #' esc.log)"
+# listening, open, closed, the stop, the counters.
+is $LINENO 5 "$(wc -l <esc.log)"
 
 exit 0

@@ -41,31 +41,6 @@ static void add(struct rec *r, const char *fmt, ...)
 		r->len += (size_t)n < room ? (size_t)n : room - 1;
 }
 
-/* The length of the valid UTF-8 sequence at s (n bytes left), 0 if there
- * is none: overlong forms, surrogates and code points past U+10FFFF are
- * not valid either. metrics.c's labels use it too. */
-size_t utf8_len(const unsigned char *s, size_t n)
-{
-	size_t len, i;
-	uint32_t cp;
-
-	if (s[0] < 0xc2 || s[0] > 0xf4)
-		return 0;
-	len = s[0] >= 0xf0 ? 4 : s[0] >= 0xe0 ? 3 : 2;
-	if (n < len)
-		return 0;
-	cp = s[0] & (0x7f >> len);
-	for (i = 1; i < len; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		cp = cp << 6 | (s[i] & 0x3f);
-	}
-	if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) || cp > 0x10ffff ||
-	    (cp >= 0xd800 && cp <= 0xdfff))
-		return 0;
-	return len;
-}
-
 /* s as a JSON string. A unix socket's path may hold any byte but NUL:
  * valid UTF-8 is written as it is, control characters, quote and
  * backslash escaped, and each byte that is not UTF-8 as \udcXX, the lone
@@ -86,7 +61,7 @@ static void add_str(struct rec *r, const char *s)
 			add(r, "\\u%04x", *p);
 		} else if (*p < 0x80) {
 			add(r, "%c", *p);
-		} else if ((k = utf8_len(p, n))) {
+		} else if ((k = cli_utf8_len(p, n))) {
 			add(r, "%.*s", (int)k, (const char *)p);
 			p += k - 1;
 			n -= k - 1;
@@ -269,6 +244,9 @@ void log_start(const struct relay *r)
 {
 	int err = cli_outq_start(STDERR_FILENO);
 
+	/* Peers name themselves: a unix path from a PROXY header may hold
+	 * any byte, a forged line too. */
+	cli_escape_messages(true);
 	if (!err && r->log_fd != STDERR_FILENO)
 		err = cli_outq_start(r->log_fd);
 	if (err)

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "relay.h"
+#include "out.h"
 #include "outq.h"
 
 #define PREFIX "psplice_relay_"
@@ -43,7 +44,7 @@ static void label(FILE *f, const char *s)
 			fputs("\\n", f);
 		else if (*p < 0x80)
 			fputc(*p, f);
-		else if ((k = utf8_len(p, n)))
+		else if ((k = cli_utf8_len(p, n)))
 			fwrite(p, 1, k, f);
 		else
 			fputs("\xef\xbf\xbd", f);

@@ -449,7 +449,6 @@ void checker_stop(struct relay *r);
 extern const char *const relay_end_name[END_STOP + 1];
 void log_open(struct relay *r, struct conn *c);
 void log_close(struct relay *r, const struct conn *c, const struct ending *e, bool cut);
-size_t utf8_len(const unsigned char *s, size_t n);
 void log_start(const struct relay *r);
 void log_stop(void);
 
