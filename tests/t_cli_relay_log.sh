@@ -8,8 +8,9 @@
 # same number, and every line is either written or counted. A PROXY v2
 # header naming a unix path with an ESC sequence, a line feed and a forged
 # log line, a backslash and a byte that is not UTF-8: the text log keeps one
-# line per record, holds no control byte, and shows the path escaped. Every
-# wait is bounded.
+# line per record, holds no control byte, and shows the path escaped. Under
+# --config, each connection's text lines begin with the listener's LISTEN,
+# as the stats lines do. Every wait is bounded.
 [ -z "${BASH_VERSION:-}" ] && command -v bash >/dev/null && exec bash "$0" "$@"
 name=t_cli_relay_log; . "$(dirname "$0")/cli-lib.sh"
 command -v python3 >/dev/null 2>&1 || { echo "SKIP: python3 missing"; exit 77; }
@@ -233,4 +234,25 @@ is $LINENO 2 "$(grep -c 'relay: #' esc.log)"
 # listening, open, closed, the stop, the counters.
 is $LINENO 5 "$(wc -l <esc.log)"
 
+# --config: each connection's lines name its listener first; a target's
+# name from the file is escaped as a peer's is.
+lport=$(port) lport2=$(port)
+printf '127.0.0.1:%s 127.0.0.1:%s\n' "$lport" "$tport" >one.conf
+printf '127.0.0.1:%s unix:%s/no\033such\377\n' "$lport2" "$d" >>one.conf
+"$P" relay -v --config=one.conf 2>conf.log & rpid=$!; pids="$pids $rpid"
+wait_count conf.log 'listening on' 2 || fail $LINENO "relay did not start: $(cat conf.log)"
+python3 peer.py one "$lport" || fail $LINENO "the client was not relayed"
+wait_count conf.log 'relay: .*#[0-9]+ ' 2 || fail $LINENO "no close line: $(cat conf.log)"
+python3 peer.py one "$lport2" && fail $LINENO "a client relayed to no target"
+wait_for conf.log 'cannot connect' || fail $LINENO "no connect error: $(cat -v conf.log)"
+stop
+l="127\.0\.0\.1:$lport: #[0-9]+ 127\.0\.0\.1:[0-9]+"
+is $LINENO 1 "$(grep -c -E "^psplice: relay: $l open$" conf.log)"
+is $LINENO 1 "$(grep -c -E "^psplice: relay: $l closed: 1 bytes" conf.log)"
+l="127\.0\.0\.1:$lport2: #[0-9]+ 127\.0\.0\.1:[0-9]+"
+is $LINENO 1 "$(grep -c -E "^psplice: relay: $l open$" conf.log)"
+is $LINENO 1 "$(grep -c -E "^psplice: relay: $l closed: 0 bytes" conf.log)"
+is $LINENO 1 "$(grep -E "^psplice: relay: $l: cannot connect to " conf.log |
+	grep -c -F "'unix:$d/no\x1bsuch\xff': No such file or directory")"
+is $LINENO 0 "$(LC_ALL=C tr -d '\n -~' <conf.log | wc -c)"
 exit 0

@@ -102,8 +102,8 @@ static void connected(struct worker *w, struct conn *c)
  * is left, the client is closed (its bytes unread) and the failure said. */
 static void give_up(struct worker *w, struct conn *c, int err)
 {
-	cli_error(err, "relay: #%" PRIu64 " %s: cannot connect to %s", c->id, c->peer,
-		  cli_quote(c->tgt->addr.text));
+	cli_error(err, "relay: %s%s#%" PRIu64 " %s: cannot connect to %s", LISTENER(w->r), c->id,
+		  c->peer, cli_quote(c->tgt->addr.text));
 	conn_close(w, c, &(struct ending){ .how = END_CONNECT, .side = SIDE_TARGET, .err = err });
 }
 

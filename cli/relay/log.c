@@ -203,8 +203,9 @@ static void log_text(struct relay *r, const struct conn *c, const struct ending 
 			snprintf(lost[i], sizeof(lost[i]), " (%" PRIu64 " more read, not delivered)",
 				 c->d[i].pending);
 	/* strerror_r: workers report at once. */
-	cli_say_to(r->log_fd, "relay: #%" PRIu64 " %s %s%s%s: %" PRIu64 " bytes %s%s, %" PRIu64
-		   " bytes %s%s%s", c->id, c->peer, how ? how : "closed", err ? ": " : "",
+	cli_say_to(r->log_fd, "relay: %s%s#%" PRIu64 " %s %s%s%s: %" PRIu64 " bytes %s%s, %"
+		   PRIu64 " bytes %s%s%s", LISTENER(r), c->id, c->peer, how ? how : "closed",
+		   err ? ": " : "",
 		   err ? strerror_r(err, why, sizeof(why)) : "", c->d[0].bytes,
 		   relay_dir_name[0], lost[0], c->d[1].bytes, relay_dir_name[1], lost[1],
 		   cut ? "; reset" : "");
@@ -231,7 +232,8 @@ void log_open(struct relay *r, struct conn *c)
 		c->start_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 		c->start_mono = cli_now_ns();
 	} else if (r->verbose) {
-		cli_say_to(r->log_fd, "relay: #%" PRIu64 " %s open", c->id, c->peer);
+		cli_say_to(r->log_fd, "relay: %s%s#%" PRIu64 " %s open", LISTENER(r), c->id,
+			   c->peer);
 	}
 }
 

@@ -446,6 +446,9 @@ int checker_start(struct relay *r);
 void checker_stop(struct relay *r);
 
 /* log.c: the records; each end's name, as the JSON record says it. */
+/* Under --config, a connection's text line begins with its listener's
+ * LISTEN, as the stats lines do: the two arguments of "%s%s". */
+#define LISTENER(r) (r)->config ? (r)->listen.text : "", (r)->config ? ": " : ""
 extern const char *const relay_end_name[END_STOP + 1];
 void log_open(struct relay *r, struct conn *c);
 void log_close(struct relay *r, const struct conn *c, const struct ending *e, bool cut);
