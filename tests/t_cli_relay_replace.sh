@@ -192,6 +192,9 @@ if command -v systemd-socket-activate >/dev/null; then
 	s1=$!; pids="$pids $s1"
 	wait $act; rc=$?
 	rc_is $LINENO 0
+	# The line comes after the signal that ends the relay replaced, from
+	# the new relay's log thread: waited for, not raced.
+	wait_for s1.log 'took over' || fail $LINENO "no takeover line: $(cat s1.log)"
 	printf '%s\n' "psplice: relay: process $act listens on 127.0.0.1:$p2 too: not taken" \
 		"psplice: relay: took over the listeners of process $act" >want
 	cmp -s want s1.log || fail $LINENO "want '$(cat want)', got '$(cat s1.log)'"
@@ -199,6 +202,7 @@ if command -v systemd-socket-activate >/dev/null; then
 	s2=$!; pids="$pids $s2"
 	wait $s1; rc=$?
 	rc_is $LINENO 0
+	wait_for s2.log 'took over' || fail $LINENO "no takeover line: $(cat s2.log)"
 	is $LINENO "psplice: relay: took over the listeners of process $s1" "$(cat s2.log)"
 	b=$(count seen.b)
 	timeout 30 python3 peers.py some 127.0.0.1:$p1 3 4096 || fail $LINENO "relay $s2 does not serve"
@@ -240,6 +244,7 @@ wait_for u.log "listening on" || fail $LINENO "the relay did not start: $(cat u.
 u1=$!; pids="$pids $u1"
 wait $u0; rc=$?
 rc_is $LINENO 0
+wait_for u1.log 'took over' || fail $LINENO "no takeover line: $(cat u1.log)"
 is $LINENO "psplice: relay: took over the listeners of process $u0" "$(cat u1.log)"
 [ -S r.sock ] || fail $LINENO "the socket file has gone"
 b=$(count seen.b)
