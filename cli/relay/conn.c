@@ -202,8 +202,10 @@ void conn_open(struct worker *w, int cfd, const struct sockaddr *sa, socklen_t l
 	addr_text(sa, len, c->peer, sizeof(c->peer));
 	c->client = (struct handle){ .kind = H_CLIENT, .fd = cfd, .known = known(sa->sa_family) };
 	c->target = (struct handle){ .kind = H_TARGET, .fd = -1 };
-	c->d[0] = (struct dir){ .in = &c->client, .out = &c->target, .state = D_DONE };
-	c->d[1] = (struct dir){ .in = &c->target, .out = &c->client, .state = D_DONE };
+	c->d[0] = (struct dir){ .in = &c->client, .out = &c->target, .state = D_DONE,
+				.cap = TAKE_BLIND };
+	c->d[1] = (struct dir){ .in = &c->target, .out = &c->client, .state = D_DONE,
+				.cap = TAKE_BLIND };
 	c->next = w->head.next;
 	c->prev = &w->head;
 	w->head.next->prev = c;
@@ -294,35 +296,6 @@ static void fail_on(struct ending *e, const struct conn *c, const struct handle 
 	e->err = err;
 }
 
-/* What the next move of d may take from its input: a whole CHUNK without
- * a rate limit, else what the buckets hold. When one holds less than its
- * quantum, 0, and d waits for the worker's timer to wake it (conn_wake),
- * its input not watched meanwhile. */
-static size_t allowance(struct worker *w, struct conn *c, struct dir *d)
-{
-	struct relay *r = w->r;
-	int64_t now, ready = 0;
-	uint64_t n = CHUNK, mine, all;
-
-	if (!r->rate.bps && !r->rate_total.bps)
-		return CHUNK;
-	now = cli_now_ns();
-	mine = bucket_allows(&r->rate, &d->empty_at, now, &ready);
-	all = bucket_allows(&r->rate_total, &r->total_empty_at[d == &c->d[1]], now, &ready);
-	if (mine < n)
-		n = mine;
-	if (all < n)
-		n = all;
-	if (n)
-		return n;
-	d->state = D_PACED;
-	atomic_fetch_add_explicit(&r->paced, 1, memory_order_relaxed);
-	d->wake_at = (ready + 999999) / 1000000;
-	if (d->wake_at < w->next_check)
-		w->next_check = d->wake_at;
-	return 0;
-}
-
 /* A move that took less than it asked and delivered all it took found the
  * input empty: a request is read whole, and the next move would only say
  * EAGAIN. The direction waits for its input instead (epoll is
@@ -360,17 +333,17 @@ static void ended(struct conn *c, struct dir *d)
 static int pump(struct worker *w, struct conn *c, struct dir *d, struct ending *f, bool hup)
 {
 	struct psplice_result res;
+	bool writable = d->state == D_WRITE; /* what woke d: its output */
 	int i;
 
-	for (i = 0; i < BUDGET; i++) {
-		/* Pending bytes go out whatever the tokens: a move delivers
-		 * them and takes nothing new. */
-		size_t len = d->pending ? CHUNK : allowance(w, c, d);
+	for (i = 0; i < BUDGET; i++, writable = false) {
+		size_t len = move_take(w, c, d, writable);
 
 		if (!len)
 			return 0;
 		psplice_pair_move(d->pair, NULL, NULL, len, PSPLICE_F_NONBLOCK, &res);
 		count(w, c, d, &res);
+		move_taken(d, &res, len);
 		/* A slow reader taking held bytes is not idle. */
 		if (res.in_bytes || res.out_bytes)
 			touch(w, c);

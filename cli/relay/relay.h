@@ -25,6 +25,7 @@
  *                its watch, ended when its fds cannot be watched
  *   targets.c    which TARGET, failover, the health checks
  *   log.c        the records and lines a connection leaves
+ *   take.c       what a move takes: its output's room, its tokens
  *   rate.c       the token buckets of --rate and --rate-total
  *   watch.c      what the worker's epoll set waits for
  *   sock.c       an address's text, the listeners' handles and those made
@@ -54,7 +55,10 @@
 
 struct cli_cmd;
 
-#define CHUNK (1u << 20)     /* asked of each move */
+#define CHUNK (1u << 20)     /* asked of each move, at most */
+#define ROOM_MIN (16u << 10) /* an output with less room is waited for */
+#define TAKE_BLIND (32u << 10) /* a move takes as much without asking its
+                                  output's room (take.c) */
 #define BUDGET 16            /* calls per direction per event: fairness */
 #define KEEP_MAX 1024       /* closed connections whose memory a worker keeps */
 #define ACCEPT_TRIES 4     /* accepts a wakeup, through EINTR and ECONNABORTED */
@@ -210,6 +214,7 @@ struct dir {
 	enum dir_state state;
 	uint64_t bytes;      /* delivered */
 	uint64_t pending;    /* taken from in, held by the pair for out */
+	size_t cap;          /* a move takes at most (take.c) */
 	unsigned int methods; /* 1 << each psplice_method that moved bytes */
 	atomic_int_fast64_t empty_at; /* --rate's bucket */
 	int64_t wake_at;     /* D_PACED: when tokens are there, in ms */
@@ -421,6 +426,14 @@ int64_t conn_wake_at(const struct conn *c);
 void conn_wake(struct worker *w, struct conn *c, int64_t now);
 void try_connect(struct worker *w, struct conn *c);
 int conn_target(struct worker *w, struct conn *c);
+
+/* take.c: the length of d's next move, within its output's room and its
+ * tokens; 0 when d waits (for EPOLLOUT, or D_PACED). writable: epoll said
+ * d's output is. */
+size_t move_take(struct worker *w, struct conn *c, struct dir *d, bool writable);
+/* What a move of len gave (res): d takes less after its output refused
+ * bytes, more again as its output keeps up. */
+void move_taken(struct dir *d, const struct psplice_result *res, size_t len);
 
 /* rate.c */
 void rate_init(struct rate *rt, uint64_t bps);
