@@ -37,5 +37,8 @@ int pressure_relay_stats(const char *log, double *pending, double *copied);
  * bench_pressure_conns.c). */
 void pressure_slow_item(const struct bench_opts *o, int reps);
 void pressure_conns_item(const struct bench_opts *o, int reps);
+/* bench_pressure_stalled.c: clients that never read, psplice relay against
+ * HAProxy. */
+void pressure_stalled_item(const struct bench_opts *o, int reps);
 
 #endif
