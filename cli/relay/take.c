@@ -7,10 +7,16 @@
  * room for leaves the rest in the input socket, where TCP's window holds the
  * sender back: the kernel's socket buffers are the whole cost, as for a
  * proxy with a small buffer of its own (HAProxy's is 16 KiB). */
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <linux/sock_diag.h>
+#include <unistd.h>
 
 #include "relay.h"
+
+#define PRESSURE_NS 100000000 /* TCP's memory asked this often at most */
 
 /* What the output's send buffer takes before a write into it says EAGAIN:
  * its size less what it holds (SO_MEMINFO: TCP counts its queue, a Unix
@@ -31,6 +37,51 @@ static int64_t out_room(const struct handle *h)
 	room = (int64_t)m[SK_MEMINFO_SNDBUF] - held;
 	room -= room / 64 + 2048;
 	return room > 0 ? room : 0;
+}
+
+/* The first figure of a small file, or of its line that starts with key,
+ * after the word after; -1 when it cannot be read. read(2) and no stdio,
+ * whose first read asks fstat(2). */
+static long figure(const char *path, const char *key, const char *after)
+{
+	char text[4096], *p = text;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -1;
+	n = read(fd, text, sizeof(text) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	text[n] = '\0';
+	if (key && !(p = strstr(text, key)))
+		return -1;
+	if (after && !(p = strstr(p, after)))
+		return -1;
+	return strtol(p + (after ? strlen(after) : 0), NULL, 10);
+}
+
+/* Whether TCP's memory is past the kernel's low mark (tcp_mem's first
+ * figure, in pages, against /proc/net/sockstat's): from there on, a socket
+ * may be refused the room its buffer shows, and its buffer is cut down only
+ * once it was (sk_stream_moderate_sndbuf), after a move took what the
+ * output then refuses. Asked at most every PRESSURE_NS by each worker;
+ * false when it cannot be told (a network namespace has no tcp_mem). */
+static bool tcp_pressed(void)
+{
+	static __thread int64_t asked_at = -PRESSURE_NS;
+	static __thread bool pressed;
+	int64_t now = cli_now_ns();
+	long low, used;
+
+	if (now - asked_at < PRESSURE_NS)
+		return pressed;
+	asked_at = now;
+	low = figure("/proc/sys/net/ipv4/tcp_mem", NULL, NULL);
+	used = low > 0 ? figure("/proc/net/sockstat", "TCP:", " mem ") : -1;
+	pressed = used > low;
+	return pressed;
 }
 
 /* What the next move of d may take from its input by the tokens: a whole
@@ -70,7 +121,9 @@ static size_t allowance(struct worker *w, struct conn *c, struct dir *d)
  * no more than the output's room. An output with less than ROOM_MIN of
  * room is waited for (EPOLLOUT), rather than fed a few bytes a call; once
  * epoll says it is writable (writable), it is given ROOM_MIN at least, so
- * that a count stricter than the kernel's never stops a direction. */
+ * that a count stricter than the kernel's never stops a direction. Past
+ * TCP's low mark of memory, a move into TCP that would take more than
+ * TAKE_BLIND takes ROOM_MIN. */
 size_t move_take(struct worker *w, struct conn *c, struct dir *d, bool writable)
 {
 	int64_t room = -1;
@@ -89,6 +142,8 @@ size_t move_take(struct worker *w, struct conn *c, struct dir *d, bool writable)
 		n = d->cap;
 	if (room >= 0 && (uint64_t)room < n)
 		n = room > ROOM_MIN ? (size_t)room : ROOM_MIN;
+	if (n > TAKE_BLIND && (d->out->known & PSPLICE_FD_TCP) && tcp_pressed())
+		n = ROOM_MIN;
 	return n;
 }
 
