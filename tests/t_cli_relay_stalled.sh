@@ -10,7 +10,9 @@
 # accepted socket starts with a receive buffer of 4 MiB, so that the
 # target's bytes wait at the relay's input, and no send buffer grows past
 # 64 KiB, so that the relay's output to a client that does not read is
-# full at once. Then the relay's bytes pending, from its stats line, and
+# full at once. The target's bytes come while the relay is stopped (as on
+# a busy machine), so that each connection's first move finds them all.
+# Then the relay's bytes pending, from its stats line, and
 # the growth of its resident memory, are under 64 KiB a connection (the
 # bound is about the mechanism: taking what the input has, the relay held
 # about 1 MiB a connection); the same with PSPLICE_MAX_PIPES=0, where
@@ -45,7 +47,7 @@ memory: an accepted socket starts with a receive buffer of 4 MiB
 (tcp_rmem), so that the target's bytes wait at the relay's input, and no
 send buffer grows past 64 KiB (tcp_wmem), so that the relay's output to a
 client that does not read is full at once."""
-import hashlib, os, re, selectors, socket, subprocess, sys, threading, time
+import hashlib, os, re, selectors, signal, socket, subprocess, sys, threading, time
 
 RCVBUF = 4096        # the stalled clients' own receive buffers
 SETTLE = 1.5         # no byte sent for this long: the relay takes no more
@@ -70,6 +72,7 @@ class Target:
 
     def __init__(self, blob):
         self.blob, self.sent, self.done = blob, 0, []
+        self.go, self.accepted = True, 0
         self.ls = socket.socket()
         self.ls.bind(("127.0.0.1", 0))
         self.ls.listen(4096)
@@ -85,6 +88,7 @@ class Target:
         except BlockingIOError:
             return
         c.setblocking(False)
+        self.accepted += 1
         self.sel.register(c, selectors.EVENT_WRITE, [c, 0])
 
     def push(self, st):
@@ -111,8 +115,10 @@ class Target:
             for k, _ in self.sel.select(1):
                 if k.data is None:
                     self.accept()
-                else:
+                elif self.go:
                     self.push(k.data)
+            if not self.go:
+                time.sleep(0.01)
 
 
 def relay_port(log, proc):
@@ -196,7 +202,17 @@ def main():
         # are made before the measure begins.
         bad = read_all([connect(port)], want, size)
         before = vm_rss(proc.pid)
+        # The target's bytes arrive while the relay is stopped, as on a
+        # busy machine: each connection's first move finds them all.
+        target.go = False
         clients = [connect(port) for _ in range(conns)]
+        end = time.time() + LIMIT
+        while target.accepted < conns + 1 and time.time() < end:
+            time.sleep(0.05)
+        os.kill(proc.pid, signal.SIGSTOP)
+        target.go = True
+        settle(target)
+        os.kill(proc.pid, signal.SIGCONT)
         settle(target)
         time.sleep(0.3)  # a stats line after the last move
         after, pending, sent = vm_rss(proc.pid), last_pending(log), target.sent
