@@ -5,6 +5,7 @@
  * reader end one here; it calls nothing above it. */
 #include <errno.h>
 #include <stdlib.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -42,7 +43,8 @@ static void close_reset(int fd)
  * other side sends or awaits; the drain timeout and a second stop signal
  * cut connections still moving (one idle at that moment may be between
  * two bursts), and so does the relay's own failure (a socket it cannot
- * watch). An idle timeout that drops nothing ends streams that were
+ * watch). An idle timeout that drops nothing (held by a pair, or left
+ * unread in an input while its output was full) ends streams that were
  * quiet for the whole timeout, as a server's own idle close does: an end
  * of stream (FIN). */
 static bool cuts(const struct conn *c, const struct ending *e)
@@ -56,15 +58,31 @@ static bool cuts(const struct conn *c, const struct ending *e)
 	case END_DRAIN:
 	case END_SETUP:
 	case END_STOP: return true;
-	case END_IDLE: return c->d[0].pending || c->d[1].pending;
+	case END_IDLE: return c->d[0].pending || c->d[1].pending || c->d[0].unread ||
+			      c->d[1].unread;
 	default: return false;
 	}
 }
 
+/* What d's input holds that the relay never read: a direction whose
+ * output had no room left it there (take.c), and the close drops it. */
+static uint64_t unread(const struct conn *c, const struct dir *d)
+{
+	int n = 0;
+
+	if (c->connecting || d->state == D_DONE || d->in->fd < 0)
+		return 0;
+	return ioctl(d->in->fd, FIONREAD, &n) == 0 && n > 0 ? (uint64_t)n : 0;
+}
+
 void conn_close(struct worker *w, struct conn *c, const struct ending *e)
 {
-	bool cut = cuts(c, e);
+	bool cut;
 	int i;
+
+	for (i = 0; i < 2; i++)
+		c->d[i].unread = unread(c, &c->d[i]);
+	cut = cuts(c, e);
 
 	log_close(w->r, c, e, cut);
 	c->kept = closing_keeps(w);

@@ -151,7 +151,8 @@ static void log_json(struct relay *r, const struct conn *c, const struct ending 
 	add(&rec, ",\"duration\":%" PRId64 ".%03d", ms / 1000, (int)(ms % 1000));
 	add(&rec, ",\"bytes_to_target\":%" PRIu64 ",\"bytes_to_client\":%" PRIu64
 		",\"lost_to_target\":%" PRIu64 ",\"lost_to_client\":%" PRIu64,
-	    c->d[0].bytes, c->d[1].bytes, c->d[0].pending, c->d[1].pending);
+	    c->d[0].bytes, c->d[1].bytes, c->d[0].pending + c->d[0].unread,
+	    c->d[1].pending + c->d[1].unread);
 	add(&rec, ",\"end\":\"%s\",\"side\":\"%s\",\"op\":", relay_end_name[e->how],
 	    side_name[e->side]);
 	add(&rec, failed ? (e->reading ? "\"read\"" : "\"write\"") : "null");
@@ -199,9 +200,9 @@ static void log_text(struct relay *r, const struct conn *c, const struct ending 
 	/* Bytes taken from one side that never reached the other are named:
 	 * a failed connection says exactly what went where. */
 	for (i = 0; i < 2; i++)
-		if (c->d[i].pending)
+		if (c->d[i].pending + c->d[i].unread)
 			snprintf(lost[i], sizeof(lost[i]), " (%" PRIu64 " more read, not delivered)",
-				 c->d[i].pending);
+				 c->d[i].pending + c->d[i].unread);
 	/* strerror_r: workers report at once. */
 	cli_say_to(r->log_fd, "relay: %s%s#%" PRIu64 " %s %s%s%s: %" PRIu64 " bytes %s%s, %"
 		   PRIu64 " bytes %s%s%s", LISTENER(r), c->id, c->peer, how ? how : "closed",

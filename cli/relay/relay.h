@@ -215,6 +215,7 @@ struct dir {
 	uint64_t bytes;      /* delivered */
 	uint64_t pending;    /* taken from in, held by the pair for out */
 	size_t cap;          /* a move takes at most (take.c) */
+	uint64_t unread;     /* at the close: left in in, dropped (close.c) */
 	unsigned int methods; /* 1 << each psplice_method that moved bytes */
 	atomic_int_fast64_t empty_at; /* --rate's bucket */
 	int64_t wake_at;     /* D_PACED: when tokens are there, in ms */
