@@ -168,6 +168,9 @@ relay() {
 	"$P" relay -v -j 2 "$@" 2>"$log" &
 	rpid=$!; pids="$pids $rpid"
 	wait_for "$log" "listening on" || fail $LINENO "the relay did not start: $(cat "$log")"
+	# The lines are written by the log's own thread: the metrics line may
+	# come a moment after the listener's.
+	wait_for "$log" "metrics on http" || fail $LINENO "no metrics line: $(cat "$log")"
 	# Bytes, not characters: a target's path may be no UTF-8.
 	rport=$(LC_ALL=C sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\),.*/\1/p' "$log")
 	mport=$(sed -n 's|.*metrics on http://127\.0\.0\.1:\([0-9]*\)/metrics$|\1|p' "$log")
