@@ -16,12 +16,19 @@ cli_cleanup() { for p in $pids; do kill "$p" 2>/dev/null; done; wait 2>/dev/null
 cat >g.py <<'EOF'
 import asyncio, errno, os, re, socket, sys, time, urllib.request, relay_peers
 
+# A connection to a port of 127.0.0.1 (of ::1 from an IPv6 source) from
+# src, or to "unix:PATH" (src "-").
 def conn(port, src):
+    if str(port).startswith("unix:"):
+        c = socket.socket(socket.AF_UNIX)
+        c.settimeout(10)
+        c.connect(port[5:])
+        return c
     fam = socket.AF_INET6 if ":" in src else socket.AF_INET
     c = socket.socket(fam)
     c.settimeout(10)
     c.bind((src, 0))
-    c.connect(("::1" if fam == socket.AF_INET6 else "127.0.0.1", port))
+    c.connect(("::1" if fam == socket.AF_INET6 else "127.0.0.1", int(port)))
     return c
 
 # A connection that is relayed: its bytes come back from the echo target.
@@ -86,6 +93,15 @@ def dual(port):
         c = served(port, "::1")
         refused(port, "::1")
 
+# Each case SRC=served or SRC=refused, in turn.
+def check(where, *cases):
+    for case in cases:
+        src, want = case.split("=")
+        if want == "served":
+            served(where, src).close()
+        else:
+            refused(where, src)
+
 what = sys.argv[1]
 if what == "echo":
     asyncio.run(relay_peers.echo("tport", seen="seen", secs=110))
@@ -93,6 +109,8 @@ elif what == "per_source":
     per_source(int(sys.argv[2]), int(sys.argv[3]))
 elif what == "dual":
     dual(int(sys.argv[2]))
+elif what == "check":
+    check(*sys.argv[2:])
 EOF
 g() { timeout 60 python3 g.py "$@"; }
 timeout 120 python3 g.py echo &
@@ -130,4 +148,96 @@ if [ $v6 = 1 ]; then
 else
 	skip "no IPv6 on this machine: the dual-stack listener"
 fi
+
+# --allow and --deny: a --deny entry refuses whatever --allow says; with
+# --allow, a client must match one of its entries. The refused never reach
+# TARGET; the first refusal is said, the next one within the second only
+# counted, and said as the relay ends.
+: >seen
+start_relay a.log --allow=127.0.0.0/30,::1 --deny=127.0.0.2 --metrics=127.0.0.1:0 \
+	127.0.0.1:0 127.0.0.1:$tport
+g check $rport 127.0.0.1=served 127.0.0.2=refused 127.0.0.3=served 127.0.0.5=refused ||
+	fail $LINENO "$(cat a.log)"
+is $LINENO 2 "$(seen)"
+text=$(curl -s "http://127.0.0.1:$mport/metrics" 2>/dev/null ||
+	python3 -c 'import sys, urllib.request; sys.stdout.write(urllib.request.urlopen(sys.argv[1]).read().decode())' "http://127.0.0.1:$mport/metrics")
+for want in 'denied"} 1' 'not_allowed"} 1' 'per_source"} 0' 'proxy_from"} 0'; do
+	echo "$text" | grep -q -F "psplice_relay_refused_total{reason=\"$want" ||
+		fail $LINENO "no refused_total $want in: $(echo "$text" | grep refused)"
+done
+stop_relay
+grep -q -E '^psplice: relay: refused 127\.0\.0\.2:[0-9]+: matches --deny$' a.log ||
+	fail $LINENO "$(cat a.log)"
+# Said within the second (on a loaded machine, a second line instead).
+grep -q -E '^psplice: relay: (1 more refused in the last [0-9]+ s|refused 127\.0\.0\.5:[0-9]+: not in --allow \(0 more.*|refused 127\.0\.0\.5:[0-9]+: not in --allow)$' a.log ||
+	fail $LINENO "$(cat a.log)"
+is $LINENO 1 "$(grep -c 'matches --deny' a.log)"
+
+# IPv6: ::/0 is every IPv6 client, not the IPv4 ones a dual-stack
+# listener sees as ::ffff:a.b.c.d, which IPv4 entries judge.
+if [ $v6 = 1 ]; then
+	start_relay s.log --deny=::/0,127.0.0.3 '[::]:0' 127.0.0.1:$tport
+	g check $rport 127.0.0.2=served ::1=refused 127.0.0.3=refused || fail $LINENO "$(cat s.log)"
+	stop_relay
+fi
+
+# Under --config, a line's --deny is its own; a line without one has the
+# command line's.
+p1=$(port); p2=$(port)
+printf '%s\n' "127.0.0.1:$p1 127.0.0.1:$tport --deny=127.0.0.2" "127.0.0.1:$p2 127.0.0.1:$tport" >c.conf
+"$P" relay -v -j 2 --deny=127.0.0.3 --config=c.conf 2>c.log &
+rpid=$!; pids="$pids $rpid"
+wait_count c.log "listening on" 2 || fail $LINENO "the relay did not start: $(cat c.log)"
+g check $p1 127.0.0.2=refused 127.0.0.3=served || fail $LINENO "$(cat c.log)"
+g check $p2 127.0.0.2=served 127.0.0.3=refused || fail $LINENO "$(cat c.log)"
+stop_relay
+grep -q -E "^psplice: relay: 127\.0\.0\.1:$p1: refused 127\.0\.0\.2:[0-9]+: matches --deny$" c.log ||
+	fail $LINENO "$(cat c.log)"
+
+# A unix listener judges its clients by uid and gid (SO_PEERCRED), a
+# supplementary group included; --deny wins there too.
+if [ "$(id -u)" != 0 ] || ! command -v setpriv >/dev/null 2>&1; then
+	skip "not root, or no setpriv: clients of other users on a unix listener"
+else
+	chmod 755 "$d"
+	start_relay u.log --unix-mode=666 --allow=uid:0,gid:4242 --deny=uid:65533 \
+		unix:"$d/u.sock" 127.0.0.1:$tport
+	# as UID GID GROUPS WANT: a client of that user, served or refused
+	as() {
+		setpriv --reuid=$1 --regid=$2 $3 timeout 60 python3 g.py check unix:"$d/u.sock" -=$4
+	}
+	g check unix:"$d/u.sock" -=served || fail $LINENO "$(cat u.log)"
+	as 65534 65534 --clear-groups refused || fail $LINENO "$(cat u.log)"
+	as 65534 65534 --groups=4242 served || fail $LINENO "$(cat u.log)"
+	as 65533 4242 --clear-groups refused || fail $LINENO "$(cat u.log)"
+	stop_relay
+	grep -q -E '^psplice: relay: refused uid 65534 \(pid [0-9]+\): not in --allow$' u.log ||
+		fail $LINENO "$(cat u.log)"
+fi
+
+# Usage errors: each names what is wrong.
+usage() { # LINE MESSAGE ARGS...
+	l=$1 m=$2; shift 2
+	"$P" relay "$@" 2>err; rc=$?
+	rc_is $l 1
+	is $l "psplice: $m" "$(head -1 err)"
+}
+usage $LINENO "invalid --allow '10.1.2.3/8': 10.1.2.3/8: bits set past the prefix length (a network's first address, or an address alone)" \
+	--allow=10.1.2.3/8 127.0.0.1:0 127.0.0.1:1
+usage $LINENO "invalid --deny '10.0.0.0/33': 10.0.0.0/33: the prefix length is not 0 to 32" \
+	--deny=10.0.0.0/33 127.0.0.1:0 127.0.0.1:1
+usage $LINENO "invalid --deny '::1,,10.0.0.1': : an empty entry" \
+	--deny=::1,,10.0.0.1 127.0.0.1:0 127.0.0.1:1
+usage $LINENO "invalid --allow 'uid:-1': uid:-1: not a numeric id (id -u NAME, getent group NAME give one)" \
+	--allow=uid:-1 unix:x.sock 127.0.0.1:1
+usage $LINENO "invalid --allow 'example.com': example.com: not an address (want IPv4 or IPv6, e.g. 10.0.0.0/8 or 2001:db8::/32)" \
+	--allow=example.com 127.0.0.1:0 127.0.0.1:1
+usage $LINENO "uid: and gid: judge the clients of a unix LISTEN, and '127.0.0.1:0' is not one" \
+	--allow=uid:0 127.0.0.1:0 127.0.0.1:1
+usage $LINENO "the clients of a unix LISTEN have no IP address: judge them by uid: or gid:" \
+	--deny=10.0.0.0/8 unix:x.sock 127.0.0.1:1
+usage $LINENO "--proxy-from applies with --accept-proxy" \
+	--proxy-from=127.0.0.1 127.0.0.1:0 127.0.0.1:1
+usage $LINENO "--allow, --deny and --max-conns-per-source with --accept-proxy judge the client a PROXY header names: give --proxy-from, the senders whose headers are believed" \
+	--accept-proxy --max-conns-per-source=2 127.0.0.1:0 127.0.0.1:1
 echo "$name: ok"

@@ -20,8 +20,8 @@ enum refusal { REFUSE_NONE, REFUSE_DENIED, REFUSE_NOT_ALLOWED, REFUSE_PER_SOURCE
 	       REFUSE_PROXY_FROM, REFUSE_N };
 
 #define ACL_MAX 32           /* entries in one list of --allow, --deny, --proxy-from */
-#define ACL_UID 1            /* an entry's kinds beside AF_INET and AF_INET6 */
-#define ACL_GID 2
+#define ACL_UID 0xf0         /* an entry's kinds beside AF_INET and AF_INET6 */
+#define ACL_GID 0xf1
 
 /* One entry: a network (kind AF_INET or AF_INET6, its first bits of net)
  * or a unix peer's id (ACL_UID, ACL_GID). */
