@@ -32,9 +32,9 @@ def conn(port, src):
     return c
 
 # A connection that is relayed: its bytes come back from the echo target.
-def served(port, src):
+def served(port, src, hdr=b""):
     c = conn(port, src)
-    c.sendall(b"ping")
+    c.sendall(hdr + b"ping")
     got = b""
     while len(got) < 4:
         b = c.recv(4)
@@ -45,12 +45,12 @@ def served(port, src):
 
 # A connection the relay refuses: its bytes sent, then nothing comes back
 # but the end or a reset, within 5 s.
-def refused(port, src):
+def refused(port, src, hdr=b""):
     # The reset may come as soon as the connect, or after the bytes.
     try:
         c = conn(port, src)
         c.settimeout(5)
-        c.sendall(b"secret")
+        c.sendall(hdr + b"secret")
         got = c.recv(100)
         c.close()
     except (ConnectionResetError, BrokenPipeError):
@@ -93,14 +93,26 @@ def dual(port):
         c = served(port, "::1")
         refused(port, "::1")
 
-# Each case SRC=served or SRC=refused, in turn.
+# A PROXY header naming client (version 1; "LOCAL": version 2's LOCAL).
+def header(client):
+    if client == "LOCAL":
+        return b"\r\n\r\n\x00\r\nQUIT\n\x20\x00\x00\x00"
+    fam = "TCP6 %s ::1" if ":" in client else "TCP4 %s 127.0.0.1"
+    return ("PROXY " + fam + " 4321 80\r\n").replace("%s", client).encode()
+
+# Each case SRC[>CLIENT]=served, =held (served, kept open to the end) or
+# =refused, in turn; >CLIENT: a PROXY header naming CLIENT first.
 def check(where, *cases):
+    held = []
     for case in cases:
         src, want = case.split("=")
-        if want == "served":
-            served(where, src).close()
+        src, _, client = src.partition(">")
+        hdr = header(client) if client else b""
+        if want == "refused":
+            refused(where, src, hdr)
         else:
-            refused(where, src)
+            c = served(where, src, hdr)
+            held.append(c) if want == "held" else c.close()
 
 what = sys.argv[1]
 if what == "echo":
@@ -214,6 +226,29 @@ else
 	grep -q -E '^psplice: relay: refused uid 65534 \(pid [0-9]+\): not in --allow$' u.log ||
 		fail $LINENO "$(cat u.log)"
 fi
+
+# --accept-proxy with --proxy-from: a header from a sender not named is not
+# believed, the connection refused before it is read; from one named, the
+# client it names is what --deny and --max-conns-per-source judge (the
+# sender's own address, for a LOCAL header), an IPv4 one in IPv6's words
+# too. None refused reaches TARGET.
+: >seen
+start_relay p.log --accept-proxy --proxy-from=127.0.0.1 --deny=192.0.2.66 \
+	--max-conns-per-source=1 --metrics=127.0.0.1:0 127.0.0.1:0 127.0.0.1:$tport
+g check $rport '127.0.0.2>192.0.2.1=refused' '127.0.0.2=refused' \
+	'127.0.0.1>192.0.2.66=refused' '127.0.0.1>::ffff:192.0.2.66=refused' \
+	'127.0.0.1>192.0.2.1=held' '127.0.0.1>192.0.2.1=refused' '127.0.0.1>192.0.2.2=held' \
+	'127.0.0.1>LOCAL=held' '127.0.0.1>2001:db8::1=held' '127.0.0.1>2001:db8::2=refused' \
+	'127.0.0.1>2001:db8:0:1::1=served' || fail $LINENO "$(cat p.log)"
+is $LINENO 5 "$(seen)"
+text=$(python3 -c 'import sys, urllib.request; sys.stdout.write(urllib.request.urlopen(sys.argv[1]).read().decode())' "http://127.0.0.1:$mport/metrics")
+for want in 'denied"} 2' 'not_allowed"} 0' 'per_source"} 2' 'proxy_from"} 2'; do
+	echo "$text" | grep -q -F "psplice_relay_refused_total{reason=\"$want" ||
+		fail $LINENO "no refused_total $want in: $(echo "$text" | grep refused)"
+done
+stop_relay
+grep -q -E '^psplice: relay: refused 127\.0\.0\.2:[0-9]+: not in --proxy-from: no PROXY header believed from it$' p.log ||
+	fail $LINENO "$(cat p.log)"
 
 # Usage errors: each names what is wrong.
 usage() { # LINE MESSAGE ARGS...
