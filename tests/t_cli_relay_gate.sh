@@ -114,6 +114,30 @@ def check(where, *cases):
             c = served(where, src, hdr)
             held.append(c) if want == "held" else c.close()
 
+# n sources (127.0.1.1 on) each holding its one slot: the count table
+# grows past its first size; every other one closed, its slot comes back,
+# the others stay full (an entry moved back as another leaves is found).
+def many(port, n):
+    srcs = ["127.0.%d.%d" % (1 + i // 200, 1 + i % 200) for i in range(n)]
+    held = [served(port, s) for s in srcs]
+    for s in srcs[::7]:
+        refused(port, s)
+    for c in held[::2]:
+        c.close()
+    time.sleep(0.5)
+    for i, s in enumerate(srcs):
+        if i % 2:
+            refused(port, s) if i % 5 == 1 else None
+        else:
+            for _ in range(50):
+                try:
+                    held[i] = served(port, s)
+                    break
+                except (SystemExit, OSError):
+                    time.sleep(0.1)
+            else:
+                sys.exit("%s: its slot did not come back" % s)
+
 what = sys.argv[1]
 if what == "echo":
     asyncio.run(relay_peers.echo("tport", seen="seen", secs=110))
@@ -121,6 +145,8 @@ elif what == "per_source":
     per_source(int(sys.argv[2]), int(sys.argv[3]))
 elif what == "dual":
     dual(int(sys.argv[2]))
+elif what == "many":
+    many(int(sys.argv[2]), int(sys.argv[3]))
 elif what == "check":
     check(*sys.argv[2:])
 EOF
@@ -148,6 +174,11 @@ g per_source $rport $mport || fail $LINENO "$(cat r.log)"
 # 3 held, 127.0.0.3, the slot come back: the refused one never reached TARGET.
 is $LINENO 5 "$(seen)"
 is $LINENO 1 "$(grep -c -E '^psplice: relay: refused 127\.0\.0\.2:[0-9]+: over --max-conns-per-source$' r.log)"
+stop_relay
+
+# Many sources at once, and half of them leaving.
+start_relay m.log --max-conns-per-source=1 127.0.0.1:0 127.0.0.1:$tport
+g many $rport 300 || fail $LINENO "$(tail -5 m.log)"
 stop_relay
 
 # A dual-stack listener: IPv4 clients, mapped, are still one source each.
