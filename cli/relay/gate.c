@@ -256,10 +256,11 @@ static void source_of(const struct peer *p, struct source *s)
 		memcpy(s->addr, p->addr, p->family == AF_INET6 ? 8 : 4);
 }
 
-/* --deny, --allow, then a slot of its source: REFUSE_NONE with s the
- * source counted (family 0: none), or why p is refused. A peer nobody can
- * name matches every --deny and no --allow, and has no slot. */
-static enum refusal judge(struct relay *r, const struct peer *p, struct source *s)
+/* p judged by --deny and --allow, then given a slot of its source:
+ * REFUSE_NONE with s the source counted (family 0: none), or why p is
+ * refused. A peer nobody can name matches every --deny and no --allow,
+ * and has no slot. */
+static enum refusal let_in(struct relay *r, const struct peer *p, struct source *s)
 {
 	s->family = 0;
 	if (r->deny.n && (p->family == AF_UNSPEC || acl_match(&r->deny, p, true)))
@@ -296,7 +297,7 @@ bool gate_admit(struct relay *r, int fd, const struct sockaddr *sa, socklen_t le
 	else if (r->accept_proxy)
 		why = REFUSE_NONE;
 	else
-		why = judge(r, &p, src);
+		why = let_in(r, &p, src);
 	if (why == REFUSE_NONE)
 		return true;
 	who_text(&p, sa, len, who, sizeof(who));
@@ -326,7 +327,7 @@ bool gate_named(struct relay *r, struct conn *c, const struct proxy_addrs *a)
 		ss.ss_family = AF_UNSPEC;
 	}
 	peer_of(c->client.fd, (struct sockaddr *)&ss, &p);
-	why = judge(r, &p, &c->src);
+	why = let_in(r, &p, &c->src);
 	if (why == REFUSE_NONE)
 		return true;
 	who_text(&p, (struct sockaddr *)&ss, len, who, sizeof(who));
