@@ -187,11 +187,9 @@ static void say(struct relay *r, const char *who, enum refusal why)
 	pthread_mutex_unlock(&g->say_lock);
 	if (more)
 		cli_say("relay: %s%srefused %s: %s (%" PRIu64 " more refused in the last %"
-			PRId64 " s)", r->config ? r->listen.text : "", r->config ? ": " : "",
-			who, refusal_text[why], more, secs);
+			PRId64 " s)", LISTENER(r), who, refusal_text[why], more, secs);
 	else
-		cli_say("relay: %s%srefused %s: %s", r->config ? r->listen.text : "",
-			r->config ? ": " : "", who, refusal_text[why]);
+		cli_say("relay: %s%srefused %s: %s", LISTENER(r), who, refusal_text[why]);
 }
 
 /* To be closed with a reset (SO_LINGER 0): the client knows it was
@@ -364,8 +362,7 @@ void gate_stop(struct relay *r)
 		return;
 	if (g->unsaid)
 		cli_say("relay: %s%s%" PRIu64 " more refused in the last %" PRId64 " s",
-			r->config ? r->listen.text : "", r->config ? ": " : "", g->unsaid,
-			(now_ms() - g->said_at + 500) / 1000);
+			LISTENER(r), g->unsaid, (now_ms() - g->said_at + 500) / 1000);
 	pthread_mutex_destroy(&g->lock);
 	pthread_mutex_destroy(&g->say_lock);
 	free(g->slots);
