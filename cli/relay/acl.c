@@ -15,6 +15,11 @@
 
 #include "relay.h"
 
+/* Linux 4.13; older C library headers lack its number. */
+#ifndef SO_PEERGROUPS
+#define SO_PEERGROUPS 59
+#endif
+
 static const uint8_t mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
 
 /* Decimal digits alone, at most max; -1 otherwise (strtoul takes signs,
