@@ -220,6 +220,8 @@ CLI_TSAN_TESTS += t_cli_relay_pidfile.sh
 CLI_TSAN_TESTS += t_cli_relay_notify.sh
 # The log's reader stalled, its lines queued.
 CLI_TSAN_TESTS += t_cli_relay_log.sh
+# Who may connect: one source's count, shared by the workers.
+CLI_TSAN_TESTS += t_cli_relay_gate.sh
 check-tsan:
 	$(Q)$(MAKE) --no-print-directory BUILD=build-tsan CC=gcc SAN="-fsanitize=thread" \
 		OPT="-O1 -g" build-tsan/tests/t_threads build-tsan/tests/t_pending \

@@ -75,19 +75,15 @@ static uint64_t unread(const struct conn *c, const struct dir *d)
 	return ioctl(d->in->fd, FIONREAD, &n) == 0 && n > 0 ? (uint64_t)n : 0;
 }
 
-void conn_close(struct worker *w, struct conn *c, const struct ending *e)
+/* c's sockets closed (cut: reset; gently: a client whose bytes were not
+ * read), its pairs freed, its slots given back. */
+static void end_conn(struct worker *w, struct conn *c, bool cut, bool gently)
 {
-	bool cut;
 	int i;
 
-	for (i = 0; i < 2; i++)
-		c->d[i].unread = unread(c, &c->d[i]);
-	cut = cuts(c, e);
-
-	log_close(w->r, c, e, cut);
 	c->kept = closing_keeps(w);
 	closing_begin(w, &c->client, c->target.fd >= 0 ? &c->target : NULL, c->kept);
-	if (c->connecting)
+	if (gently)
 		close_gently(c->client.fd);
 	else if (cut)
 		close_reset(c->client.fd);
@@ -100,7 +96,7 @@ void conn_close(struct worker *w, struct conn *c, const struct ending *e)
 	closing_end(w);
 	/* What a pair still holds is handed back by psplice_pair_free: the
 	 * output is gone or stalled past its timeout, so it is dropped here,
-	 * counted in the report above. */
+	 * counted in the record conn_close wrote. */
 	for (i = 0; i < 2; i++) {
 		psplice_pair_free(c->d[i].pair);
 		atomic_fetch_sub(&w->r->pending[i], (int_fast64_t)c->d[i].pending);
@@ -113,10 +109,30 @@ void conn_close(struct worker *w, struct conn *c, const struct ending *e)
 	c->next = w->dead;
 	w->dead = c;
 	target_leave(w->r, c);
+	gate_leave(w->r, &c->src);
 	atomic_fetch_sub(&w->r->open, 1);
 	/* A slot is free again: this worker may take the next client. */
 	if (w->paused && w->drain_end == NEVER)
 		listener_on(w, true);
+}
+
+void conn_close(struct worker *w, struct conn *c, const struct ending *e)
+{
+	bool cut;
+	int i;
+
+	for (i = 0; i < 2; i++)
+		c->d[i].unread = unread(c, &c->d[i]);
+	cut = cuts(c, e);
+	log_close(w->r, c, e, cut);
+	end_conn(w, c, cut, c->connecting);
+}
+
+/* A client its PROXY header names refused (gate.c said it): reset, its
+ * bytes after the header unread, no record, TARGET never connected to. */
+void conn_refuse(struct worker *w, struct conn *c)
+{
+	end_conn(w, c, true, false);
 }
 
 /* Each fd of c watched for what c waits for now. One that cannot be (the

@@ -186,17 +186,22 @@ int conn_target(struct worker *w, struct conn *c)
 	return 0;
 }
 
-/* Start the connection to a target. */
+/* Start the connection to a target, unless the client is refused
+ * (gate.c: said there, and its socket set to reset at its close), before a
+ * byte of it is read. */
 void conn_open(struct worker *w, int cfd, const struct sockaddr *sa, socklen_t len)
 {
 	struct relay *r = w->r;
-	struct conn *c = conn_alloc(w);
+	struct source src;
+	struct conn *c = NULL;
 
-	if (!c) {
+	if (!gate_admit(r, cfd, sa, len, &src) || !(c = conn_alloc(w))) {
+		gate_leave(r, &src);
 		close(cfd);
 		atomic_fetch_sub(&r->open, 1);
 		return;
 	}
+	c->src = src;
 	c->id = atomic_fetch_add(&r->first->ids, 1) + 1;
 	atomic_fetch_add(&r->total, 1);
 	addr_text(sa, len, c->peer, sizeof(c->peer));

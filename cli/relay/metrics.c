@@ -152,6 +152,21 @@ static void errors(FILE *f, struct relay *r)
 		}
 }
 
+/* The clients refused, by why (gate.c), every kind from the start. */
+static void refused(FILE *f, struct relay *r)
+{
+	int k;
+
+	head(f, "refused_total", "counter",
+	     "Clients refused by --allow, --deny, --proxy-from or --max-conns-per-source.");
+	for (; r; r = r->next)
+		for (k = REFUSE_NONE + 1; k < REFUSE_N; k++) {
+			start(f, r, "refused_total", true);
+			fprintf(f, "reason=\"%s\"} %" PRIu64 "\n", refusal_name[k],
+				(uint64_t)atomic_load(&r->refused[k]));
+		}
+}
+
 /* One line of a per-target metric: target="ADDR" as given. */
 static void per_target(FILE *f, const struct relay *r, const char *name,
 		       const struct target *t, uint64_t v)
@@ -195,6 +210,7 @@ char *metrics_render(struct relay *r, size_t *len)
 		return NULL;
 	process(f, r);
 	errors(f, r);
+	refused(f, r);
 	targets(f, r);
 	if (ferror(f)) {
 		fclose(f);

@@ -17,7 +17,7 @@ enum { OPT_MAX_CONNS = 0x200, OPT_IDLE, OPT_CONNECT, OPT_DRAIN, OPT_STATS, OPT_C
        OPT_LOWAT, OPT_NAGLE, OPT_REUSEPORT, OPT_UNIX_MODE, OPT_LOG_FORMAT, OPT_LOG,
        OPT_BALANCE, OPT_CHECK, OPT_SEND_PROXY, OPT_SEND_PROXY_V2, OPT_ACCEPT_PROXY,
        OPT_REPLACE, OPT_RATE, OPT_RATE_TOTAL, OPT_METRICS, OPT_CONFIG, OPT_CHECK_ONLY,
-       OPT_PID_FILE };
+       OPT_PID_FILE, OPT_PER_SOURCE, OPT_ALLOW, OPT_DENY, OPT_PROXY_FROM };
 
 static const struct option longopts[] = {
 	{ "jobs", required_argument, NULL, 'j' },
@@ -45,6 +45,10 @@ static const struct option longopts[] = {
 	{ "config", required_argument, NULL, OPT_CONFIG },
 	{ "check", no_argument, NULL, OPT_CHECK_ONLY },
 	{ "pid-file", required_argument, NULL, OPT_PID_FILE },
+	{ "max-conns-per-source", required_argument, NULL, OPT_PER_SOURCE },
+	{ "allow", required_argument, NULL, OPT_ALLOW },
+	{ "deny", required_argument, NULL, OPT_DENY },
+	{ "proxy-from", required_argument, NULL, OPT_PROXY_FROM },
 	{ "verbose", no_argument, NULL, 'v' },
 	CLI_COMMON_LONGOPTS
 };
@@ -265,8 +269,33 @@ static bool listener_option(const struct cli_cmd *cmd, int c, struct relay *r)
 	case OPT_ACCEPT_PROXY: r->accept_proxy = true; break;
 	case OPT_RATE: rate_arg(cmd, "--rate", optarg, &r->rate); break;
 	case OPT_RATE_TOTAL: rate_arg(cmd, "--rate-total", optarg, &r->rate_total); break;
+	case OPT_PER_SOURCE:
+		r->per_source = parse_count(cmd, "--max-conns-per-source", optarg);
+		break;
 	default: return false;
 	}
+	return true;
+}
+
+/* --allow, --deny, --proxy-from: each adds entries to its list. given:
+ * the lists given in this parse; the first of each replaces what the
+ * list held, so that a config line's list is its own, not the command
+ * line's with more. */
+static bool acl_option(const struct cli_cmd *cmd, int c, struct relay *r, unsigned int *given)
+{
+	struct acl *a = c == OPT_ALLOW ? &r->allow : c == OPT_DENY ? &r->deny :
+			c == OPT_PROXY_FROM ? &r->proxy_from : NULL;
+	unsigned int bit;
+	char why[256];
+
+	if (!a)
+		return false;
+	bit = 1u << (c - OPT_ALLOW);
+	if (!(*given & bit))
+		a->n = 0;
+	*given |= bit;
+	if (acl_parse(optarg, a, why, sizeof(why)))
+		cli_usage_error(cmd, "invalid --%s %s: %s", opt_name(c), cli_quote(optarg), why);
 	return true;
 }
 
@@ -301,10 +330,11 @@ static void process_option(const struct cli_cmd *cmd, int c, struct relay *r,
 void relay_options(const struct cli_cmd *cmd, int argc, char **argv, struct relay *r,
 		   struct relay_opts *o)
 {
+	unsigned int given = 0;
 	int c;
 
 	while ((c = getopt_long(argc, argv, "j:v", longopts, NULL)) != -1) {
-		if (listener_option(cmd, c, r))
+		if (acl_option(cmd, c, r, &given) || listener_option(cmd, c, r))
 			continue;
 		if (!o)
 			line_option(cmd, c);
@@ -325,6 +355,35 @@ static void take_inherited(const struct cli_cmd *cmd, struct relay *r)
 	if (r->unix_mode >= 0)
 		cli_usage_error(cmd, "--unix-mode does not apply to LISTEN '-' "
 				"(set SocketMode= in the socket unit)");
+}
+
+/* Entries that could never match a client of r's LISTEN: uid and gid on
+ * TCP, networks on a unix LISTEN (unless a PROXY header names the client),
+ * and lists a PROXY header would make any client able to pass. */
+static void check_gate(const struct cli_cmd *cmd, const struct relay *r)
+{
+	bool unix_listen = r->listen.ss.ss_family == AF_UNIX, ip, ids;
+
+	if (r->proxy_from.n && !r->accept_proxy)
+		cli_usage_error(cmd, "--proxy-from applies with --accept-proxy");
+	if (r->accept_proxy && !r->proxy_from.n && (r->allow.n || r->deny.n || r->per_source))
+		cli_usage_error(cmd, "--allow, --deny and --max-conns-per-source with "
+				"--accept-proxy judge the client a PROXY header names: give "
+				"--proxy-from, the senders whose headers are believed");
+	if (r->inherited)
+		return;
+	ip = acl_has(&r->allow, AF_INET) || acl_has(&r->allow, AF_INET6) ||
+	     acl_has(&r->deny, AF_INET) || acl_has(&r->deny, AF_INET6);
+	ids = acl_has(&r->allow, ACL_UID) || acl_has(&r->allow, ACL_GID) ||
+	      acl_has(&r->deny, ACL_UID) || acl_has(&r->deny, ACL_GID);
+	if (!unix_listen && (ids || acl_has(&r->proxy_from, ACL_UID) ||
+			     acl_has(&r->proxy_from, ACL_GID)))
+		cli_usage_error(cmd, "uid: and gid: judge the clients of a unix LISTEN, and "
+				"%s is not one", cli_quote(r->listen.text));
+	if (unix_listen && (acl_has(&r->proxy_from, AF_INET) ||
+			    acl_has(&r->proxy_from, AF_INET6) || (ip && !r->accept_proxy)))
+		cli_usage_error(cmd, "the clients of a unix LISTEN have no IP address: "
+				"judge them by uid: or gid:");
 }
 
 /* LISTEN and each TARGET. */
@@ -359,6 +418,7 @@ void relay_operands(const struct cli_cmd *cmd, int argc, char **argv, struct rel
 		take_inherited(cmd, r);
 	else if (cli_parse_addr(argv[optind], &r->listen, true, &why) < 0)
 		cli_usage_error(cmd, "invalid address %s: %s", cli_quote(argv[optind]), why);
+	check_gate(cmd, r);
 	/* Every address checked before the table is made: a usage error
 	 * leaves nothing allocated behind it. */
 	for (i = 0; i < n; i++) {

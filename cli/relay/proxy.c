@@ -114,6 +114,10 @@ bool proxy_read(struct worker *w, struct conn *c)
 		return false;
 	}
 	c->awaiting = false;
+	if (!gate_named(w->r, c, &a)) {
+		conn_refuse(w, c);
+		return false;
+	}
 	if (a.known)
 		addr_text((struct sockaddr *)&a.src, a.len, c->peer, sizeof(c->peer));
 	if (w->r->send_proxy) {

@@ -24,6 +24,8 @@
  *   close.c      the end of a connection: its close or reset, its record;
  *                its watch, ended when its fds cannot be watched
  *   targets.c    which TARGET, failover, the health checks
+ *   gate.c       who may connect: --allow, --deny, --proxy-from (acl.c:
+ *                their lists, read and matched), --max-conns-per-source
  *   log.c        the records and lines a connection leaves
  *   take.c       what a move takes: its output's room, its tokens
  *   rate.c       the token buckets of --rate and --rate-total
@@ -52,6 +54,7 @@
 #include "addr.h"
 #include "sys.h"
 #include "proxy_hdr.h"
+#include "gate.h"
 
 struct cli_cmd;
 
@@ -144,6 +147,10 @@ struct relay {
 	bool check_stop;
 	int jobs;
 	uint64_t max_conns;              /* 0: no limit */
+	uint64_t per_source;             /* --max-conns-per-source; 0: no limit */
+	struct acl allow, deny, proxy_from;
+	struct gate *gate;               /* their state (gate.c); NULL: none asked */
+	atomic_uint_fast64_t refused[REFUSE_N]; /* clients refused, by why */
 	int64_t idle_ms, connect_ms, drain_ms, stats_ms;
 	unsigned int pair_flags;         /* --copy: the planning flags of each pair */
 	struct rate rate, rate_total;    /* per direction of a connection; of the process */
@@ -266,6 +273,7 @@ struct conn {
 	int64_t start_mono;  /* cli_now_ns(), the same */
 	char peer[128];      /* "unix:" and a whole sun_path */
 	bool awaiting;       /* --accept-proxy: the client's header not read yet */
+	struct source src;   /* its count under --max-conns-per-source */
 	uint16_t hdr_len, hdr_off; /* --send-proxy*: the header, and how much is sent */
 	unsigned char hdr[PROXY_OUT_MAX];
 };
@@ -417,6 +425,7 @@ int listener_on(struct worker *w, bool on);
  * cannot be. */
 void conn_close(struct worker *w, struct conn *c, const struct ending *e);
 void conn_watch(struct worker *w, struct conn *c);
+void conn_refuse(struct worker *w, struct conn *c);
 
 /* conn.c */
 void conn_open(struct worker *w, int cfd, const struct sockaddr *sa, socklen_t len);

@@ -478,6 +478,8 @@ int relay_run(struct relay *r)
 			cli_error(ENOMEM, "relay");
 			goto out;
 		}
+		if (gate_start(x) < 0)
+			goto out;
 	}
 	status = serve(r);
 	metrics_stop(r);
@@ -488,6 +490,7 @@ out:
 		if (x->w)
 			free_listeners(x, x->w);
 		free(x->w);
+		gate_stop(x);
 	}
 	claim_release(r, false);
 	reload_free(r);
