@@ -175,7 +175,7 @@ $(BUILD)/examples/%: examples/%.c $(BUILD)/libpsplice.a include/psplice.h
 	$(Q)$(CC) $(APP_CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libpsplice.a $(LDLIBS)
 
 # The main job, on generated data.
-demo: deps-demo tools
+demo: deps-demo $(BUILD)/psplice
 	$(Q)sh bench/demo.sh $(BUILD)/psplice
 
 deps-demo:

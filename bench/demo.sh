@@ -33,7 +33,7 @@ best() {
 	echo "$b"
 }
 
-# The kernel path named by a -v line: "... bytes by splice" -> splice
+# The kernel path named by a --debug or --verbose line: "... bytes by splice" -> splice
 path_of() { sed -n 's/.* by \([a-z_]*\)$/\1/p' "$1" | tail -n 1; }
 bytes_of() { sed -n "s/.*': \([0-9,]*\) bytes.*/\1/p" "$1" | tail -n 1; }
 
@@ -81,5 +81,5 @@ row "psplice cat FILE | psplice cat" "$t_ps" "$t_cat" \
 	"$(path_of v.cat1) into the pipe, $(path_of v.cat2) out of it"
 echo "  stream verified with cmp"
 echo
-echo "-v said:"
+echo "cp --debug and cat --verbose said:"
 sed 's/^/  /' v.cp v.cat1 v.cat2
