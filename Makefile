@@ -360,6 +360,17 @@ bench-bindings: tools
 install-check:
 	$(Q)sh tests/install-check.sh
 
+# GNU coreutils' own tests of cp, cat and tee (Debian's source, fetched
+# and built once into BUILD/gnu), each run with GNU's programs and with
+# psplice's in their place; a difference not listed, with its reason, in
+# tests/gnu/known.txt fails (tests/gnu/run.sh). Part of make check.
+.PHONY: check-gnu deps-gnu
+check-gnu: deps-gnu tools
+	$(Q)sh tests/gnu/run.sh $(BUILD)
+
+deps-gnu:
+	$(Q)sh tests/deps.sh gnu
+
 # The Debian packages (debian/), built from a clean copy of the tree into
 # $(BUILD)/deb and checked by lintian; as root, the build dependencies are
 # installed first. deb-check installs them with dpkg (as root), builds and

@@ -1,6 +1,6 @@
 #!/bin/sh
 # Install the Debian packages a target needs (as root), or print the exact
-# apt-get line. Usage: deps.sh demo|check|bench|deb
+# apt-get line. Usage: deps.sh demo|check|bench|deb|gnu
 need=
 want() { command -v "$1" >/dev/null 2>&1 || need="$need $2"; }
 want cc gcc
@@ -97,6 +97,27 @@ deb)
 	want lintian lintian
 	want pkg-config pkg-config
 	[ -r /usr/share/bash-completion/bash_completion ] || need="$need bash-completion"
+	;;
+gnu)
+	# make check-gnu: apt-get source unpacks with dpkg-source; coreutils
+	# is built with what Debian builds it with (ACLs, xattrs, SELinux,
+	# GMP) and libcap (tests/cp/capability.sh); GNU's tests use the
+	# rest.
+	want dpkg-source dpkg-dev
+	for h in acl/libacl.h:libacl1-dev attr/libattr.h:libattr1-dev gmp.h:libgmp-dev \
+			selinux/selinux.h:libselinux1-dev sys/capability.h:libcap-dev; do
+		[ -e "/usr/include/${h%:*}" ] ||
+			[ -e "/usr/include/$(gcc -print-multiarch 2>/dev/null)/${h%:*}" ] ||
+			need="$need ${h#*:}"
+	done
+	want perl perl
+	want python3 python3
+	want setfacl acl
+	want setfattr attr
+	want setcap libcap2-bin
+	want filefrag e2fsprogs
+	want mkfs.ext2 e2fsprogs
+	want valgrind valgrind
 	;;
 esac
 [ -z "$need" ] && exit 0
