@@ -32,6 +32,9 @@ RUN_EXPENSIVE_TESTS=${RUN_EXPENSIVE_TESTS:-yes}
 RUN_VERY_EXPENSIVE_TESTS=${RUN_VERY_EXPENSIVE_TESTS:-yes}
 export RUN_EXPENSIVE_TESTS RUN_VERY_EXPENSIVE_TESTS
 mkdir -p "$B"
+# coreutils' make is a make of its own, not a part of ours: under make -j
+# it would find our jobserver's flags without its fds, and build at -j1.
+unset MAKEFLAGS MFLAGS MAKELEVEL
 
 die() { echo "check-gnu: $*" >&2; echo "check-gnu: 0 passed, 1 failed, 0 skipped"; exit 1; }
 now() { date +%s; }
@@ -165,9 +168,12 @@ trees() {
 }
 
 # One test in one tree, as GNU's harness runs it; prints PASS, FAIL or
-# SKIP, and keeps the test's output in BUILD/gnu/logs/TREE/NAME.log.
+# SKIP, and keeps the test's output (traced, as VERBOSE=yes makes it) in
+# BUILD/gnu/logs/TREE/NAME.log.
+log_of() { echo "$B/logs/$1/$(echo "$2" | sed 's,^tests/,,; s,/,-,g').log"; }
+
 run_one() {
-	tree=$B/tree-$1 log=$B/logs/$1/$(echo "$2" | sed 's,^tests/,,; s,/,-,g').log
+	tree=$B/tree-$1 log=$(log_of "$1" "$2")
 	(
 		cd "$tree" || exit 99
 		. "$cu/tests/lang-default"
@@ -190,6 +196,18 @@ run_one() {
 	124|137) echo "timeout after ${timeout_s}s" >> "$log"; echo FAIL ;;
 	*) echo FAIL ;;
 	esac
+}
+
+# Where a test failed: the lines of its trace before each "fail=1" (or,
+# if it has none, its end), without the traces of nested calls.
+why() {
+	grep -v '^++' "$1" > "$1.why"
+	if grep -q '^+ fail=1' "$1.why"; then
+		grep -B 6 '^+ fail=1' "$1.why" | head -n 40
+	else
+		tail -n 20 "$1.why"
+	fi | sed 's/^/    /'
+	rm -f "$1.why"
 }
 
 # The reason tests/gnu/known.txt gives for a test, or nothing.
@@ -236,13 +254,17 @@ for t in $tests; do
 		[ -z "$reason" ] || { note="passes now: remove it from tests/gnu/known.txt"; fixed="$fixed $t"; }
 	elif [ "$g" != PASS ] && [ "$g$p" != SKIPFAIL ]; then
 		skip=$((skip + 1))
-		[ "$g" = SKIP ] || note="GNU fails here too"
+		if [ "$g" = SKIP ]; then
+			note=$(sed -n '/^+/d; s/^.*skipped test: //p' "$(log_of gnu "$t")" | head -n 1)
+		else
+			note="GNU fails here too"
+		fi
 	elif [ -n "$reason" ]; then
 		skip=$((skip + 1)) nknown=$((nknown + 1)) note="known: $reason"
 	else
 		fail=$((fail + 1)) failed="$failed $t" note="NEW DIFFERENCE: not in tests/gnu/known.txt"
 		printf '%-5s %-8s %s (%s)  (%s)\n' "$g" "$p" "$t" "$secs" "$note"
-		tail -25 "$B/logs/psplice/$(echo "$t" | sed 's,^tests/,,; s,/,-,g').log" | sed 's/^/    /'
+		why "$(log_of psplice "$t")"
 		continue
 	fi
 	printf '%-5s %-8s %s (%s)%s\n' "$g" "$p" "$t" "$secs" "${note:+  ($note)}"
