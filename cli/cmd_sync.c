@@ -64,7 +64,7 @@ static int sync_one(const char *path, int64_t off, int64_t len, unsigned int fla
 	}
 	close(fd);
 	if (verbose)
-		fprintf(stderr, CLI_NAME ": %s: %s\n", cli_quote(path),
+		fprintf(stderr, "%s: %s: %s\n", cli_name, cli_quote(path),
 			psplice_sync_level_name((int)level));
 	return 0;
 }

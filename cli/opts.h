@@ -15,7 +15,7 @@ enum { CLI_OPT_HELP = 0x100, CLI_OPT_VERSION };
 
 struct cli_cmd {
 	const char *name;
-	const char *args;     /* the operands, for the usage line */
+	const char *args;     /* the operands, for the usage line; a line each form */
 	const char *summary;  /* one line, for psplice --help */
 	const char *help;     /* description and options, for psplice NAME --help */
 	const char *status;   /* its exit status, for --help; NULL: 0 or 1 */
@@ -47,11 +47,15 @@ void cli_exit(int code) __attribute__((noreturn));
  * exit 0, anything else is a usage error (exit 1). */
 void cli_common_option(const struct cli_cmd *cmd, int c) __attribute__((noreturn));
 void cli_help(const struct cli_cmd *cmd) __attribute__((noreturn));
-void cli_version(void) __attribute__((noreturn));
+/* "psplice VERSION"; run by cmd's name, "NAME (psplice) VERSION". */
+void cli_version(const struct cli_cmd *cmd) __attribute__((noreturn));
+/* Set by main when psplice runs by a command's name (cli_name is then
+ * its argv[0]): usage lines name the command by cli_name alone. */
+extern bool cli_by_name;
 /* Where the words a usage error is about came from ("relay.conf:3"), said
  * before its message; NULL: the command line. */
 extern const char *cli_usage_where;
-/* "psplice: MSG" and the --help hint on stderr; exits 1. */
+/* "NAME: MSG" and the --help hint on stderr; exits 1. */
 void cli_usage_error(const struct cli_cmd *cmd, const char *fmt, ...)
 	__attribute__((noreturn, format(printf, 2, 3)));
 

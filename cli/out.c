@@ -20,6 +20,8 @@
  * did before messages bypassed stdio. Any thread may set it. */
 static atomic_bool stderr_lost;
 
+const char *cli_name = CLI_NAME;
+
 /* Write all of buf to fd (standard error, or a log file), in one write(2)
  * unless it is cut short; through the fd's queue when it has one (a relay
  * serving), which writes it from a thread of its own. */
@@ -157,7 +159,7 @@ static void put_line(int fd, struct line *l)
 		free(out);
 }
 
-/* "psplice: " MSG [": " reason] "\n", built whole in memory and written with
+/* NAME ": " MSG [": " reason] "\n", built whole in memory and written with
  * one write(2): stdio writes the pieces of a line in several, and relay
  * workers reporting at once tore each other's lines. A message too long for
  * the stack goes through the heap; without the memory, it is cut. */
@@ -173,12 +175,12 @@ static void say(int fd, int err, const char *fmt, va_list ap)
 	va_copy(again, ap);
 	body = vsnprintf(NULL, 0, fmt, again);
 	va_end(again);
-	need = sizeof(CLI_NAME ": ") + (body > 0 ? (size_t)body : 0) + strlen(reason) + 4;
+	need = strlen(cli_name) + 3 + (body > 0 ? (size_t)body : 0) + strlen(reason) + 4;
 	if (need > l.size && (l.buf = malloc(need)))
 		l.size = need;
 	else if (need > l.size)
 		l.buf = small;
-	line_add(&l, "%s", CLI_NAME ": ");
+	line_add(&l, "%s: ", cli_name);
 	line_vadd(&l, fmt, ap);
 	if (err)
 		line_add(&l, ": %s", reason);

@@ -6,13 +6,20 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+/* The program's own name, where it stays whatever psplice was run by: its
+ * usage as psplice, the names of its man pages and its processes. */
 #define CLI_NAME "psplice"
+/* The name each message starts with, getopt's included: CLI_NAME, or
+ * the argv[0] psplice was run by when that names a command (a link named
+ * cp, cat or tee: "cp", "/usr/bin/cp"), as GNU's programs name themselves.
+ * Set once by main, before any thread. */
+extern const char *cli_name;
 
-/* "psplice: MSG: strerror(err)" on stderr (no ": ..." when err is 0), after
+/* "NAME: MSG: strerror(err)" (NAME is cli_name) on stderr (no ": ..." when err is 0), after
  * what stdout holds. Like every message here, one write(2) of the whole
  * line, so that lines from several threads never mix; errno is kept. */
 void cli_error(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* "psplice: MSG" on stderr, in one write(2); errno is kept. */
+/* "NAME: MSG" on stderr, in one write(2); errno is kept. */
 void cli_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* The same line on fd (a log file opened O_APPEND). */
 void cli_say_to(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -105,7 +105,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (!strcmp(argv[1], "--version"))
-		cli_version();
+		cli_version(NULL);
 	if (argv[1][0] == '-')
 		cli_usage_error(NULL, "unrecognized option %s", cli_quote(argv[1]));
 	cmd = find(argv[1]);

@@ -327,8 +327,8 @@ static int cp_main(const struct cli_cmd *cmd, int argc, char **argv)
 const struct cli_cmd cli_cmd_cp = {
 	.name = "cp",
 	.args = "SOURCE DEST\n"
-		"  or:  " CLI_NAME " cp [OPTION]... SOURCE... DIRECTORY\n"
-		"  or:  " CLI_NAME " cp [OPTION]... -t DIRECTORY SOURCE...",
+		"SOURCE... DIRECTORY\n"
+		"-t DIRECTORY SOURCE...",
 	.summary = "copy files and trees",
 	.help =
 	"Copy SOURCE to DEST, or each SOURCE into DIRECTORY under its name. The\n"

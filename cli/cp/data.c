@@ -290,7 +290,7 @@ static void say_paced(const struct cp_job *j, bool on)
 
 	if (!S_ISREG(j->st.st_mode) || (!on && j->st.st_size < (off_t)CLI_CHUNK))
 		return;
-	fprintf(stderr, CLI_NAME ": %s: write-behind: %s (", cli_quote(j->dst),
+	fprintf(stderr, "%s: %s: write-behind: %s (", cli_name, cli_quote(j->dst),
 		on ? "on" : "off");
 	if (!on && paced(j))
 		fputs("DEST has no writeback to pace)\n", stderr);
@@ -336,7 +336,7 @@ static int synced(const struct cp_job *j, enum psplice_sync_level level)
 	if ((j->o->sync & PSPLICE_SYNC_METADATA) && sync_dir(j) < 0)
 		return -1;
 	if (j->o->debug)
-		fprintf(stderr, CLI_NAME ": %s: %s\n", cli_quote(j->dst),
+		fprintf(stderr, "%s: %s: %s\n", cli_name, cli_quote(j->dst),
 			psplice_sync_level_name((int)level));
 	return 0;
 }

@@ -54,13 +54,13 @@ static int ask(const struct cp_opts *o, const struct cp_at *dst, const struct st
 
 	if (S_ISLNK(d->st_mode) || geteuid() == 0 ||
 	    faccessat(dst->dir, dst->name, W_OK, AT_EACCESS) == 0) {
-		fprintf(stderr, CLI_NAME ": overwrite %s? ", cli_quote(dst->path));
+		fprintf(stderr, "%s: overwrite %s? ", cli_name, cli_quote(dst->path));
 	} else {
 		mode_letters(d->st_mode, perms);
 		fprintf(stderr, o->force || o->remove_dest ?
-			CLI_NAME ": replace %s, overriding mode %04o (%s)? " :
-			CLI_NAME ": unwritable %s (mode %04o, %s); try anyway? ",
-			cli_quote(dst->path), (unsigned int)(d->st_mode & 07777), perms);
+			"%s: replace %s, overriding mode %04o (%s)? " :
+			"%s: unwritable %s (mode %04o, %s); try anyway? ",
+			cli_name, cli_quote(dst->path), (unsigned int)(d->st_mode & 07777), perms);
 	}
 	fflush(stderr);
 	yes = getline(&line, &size, stdin) > 0 && (line[0] == 'y' || line[0] == 'Y');

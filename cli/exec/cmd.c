@@ -117,9 +117,10 @@ static void tell(const char *cmd, const char *lib, const char *conf)
 {
 	char why[PATH_MAX + 128];
 
-	fprintf(stderr, CLI_NAME ": exec %s with %s (%s)\n", cli_quote(cmd), lib, conf);
+	fprintf(stderr, "%s: exec %s with %s (%s)\n", cli_name, cli_quote(cmd), lib, conf);
 	if (exec_unloaded(cmd, lib, why, sizeof(why)))
-		fprintf(stderr, CLI_NAME " exec: %s %s: nothing is paced\n", cli_quote(cmd), why);
+		fprintf(stderr, "%s exec: %s %s: nothing is paced\n", cli_name, cli_quote(cmd),
+			why);
 }
 
 static int exec_main(const struct cli_cmd *cmd, int argc, char **argv)
