@@ -92,12 +92,37 @@ static const struct cli_cmd *find(const char *name)
 	return NULL;
 }
 
+/* The command psplice is when run by that command's name (a link named
+ * cp, as busybox's are named by its applets): cp, cat and tee, which
+ * users and scripts call by GNU's names. NULL for any other name. */
+static const struct cli_cmd *named(const char *argv0)
+{
+	static const struct cli_cmd *const by_name[] = { &cli_cmd_cat, &cli_cmd_cp,
+							 &cli_cmd_tee };
+	const char *base = strrchr(argv0, '/');
+	size_t i;
+
+	base = base ? base + 1 : argv0;
+	for (i = 0; i < sizeof(by_name) / sizeof(by_name[0]); i++)
+		if (!strcmp(by_name[i]->name, base))
+			return by_name[i];
+	return NULL;
+}
+
 int main(int argc, char **argv)
 {
-	const struct cli_cmd *cmd;
+	const struct cli_cmd *cmd = argc > 0 ? named(argv[0]) : NULL;
 
+	/* Named as GNU's programs name themselves: by argv[0] as it was
+	 * run ("cp", "/usr/bin/cp"), which getopt's messages say too. */
+	if (cmd) {
+		cli_name = argv[0];
+		cli_by_name = true;
+	}
 	cli_std_fds();
 	cli_check_stdout_at_exit();
+	if (cmd)
+		return cmd->main(cmd, argc, argv);
 	if (argc < 2)
 		cli_usage_error(NULL, "missing command");
 	if (!strcmp(argv[1], "--help")) {
