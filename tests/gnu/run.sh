@@ -140,11 +140,17 @@ psplice_as() {
 	if [ "$mode" = link ]; then ln -s "$psplice" "$1"; else ln -s "$B/as-name" "$1"; fi
 }
 
-# Does psplice, run as cp, act as cp? Then the trees link it by name.
+# Does psplice, run as cp, act as cp? Then the trees link it by name. It
+# is run as the tests run it, found by PATH: its argv[0] is "cp", which
+# names it in its messages as in GNU's.
 name_mode() {
 	d=$B/name-probe
 	rm -rf "$d" && mkdir -p "$d" && ln -s "$psplice" "$d/cp"
-	if "$d/cp" 2>&1 | grep -q '^cp: missing file operand'; then mode=link; else mode=as-name; fi
+	if env PATH="$d:$PATH" cp 2>&1 < /dev/null | grep -q '^cp: missing file operand'; then
+		mode=link
+	else
+		mode=as-name
+	fi
 	rm -rf "$d"
 	[ "$mode" = link ] || ${CC:-cc} -std=gnu11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror \
 		-DPSPLICE_BIN="\"$psplice\"" -o "$B/as-name" "$here/as_name.c" ||
