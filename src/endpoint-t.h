@@ -21,6 +21,8 @@ struct ps_endpoint {
 	int fd;
 	int kind;          /* enum ps_kind */
 	int fl;            /* F_GETFL, or PS_FL_UNASKED */
+	int mode;          /* recalled: the access mode (O_ACCMODE, O_PATH)
+	                      F_GETFL last said, or PS_FL_UNASKED */
 	dev_t dev;
 	ino_t ino;
 	int64_t size;      /* st_size for files and block devices, else 0; -1

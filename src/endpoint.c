@@ -4,6 +4,9 @@
 #include <fcntl.h>
 #include <linux/fs.h>
 #include <linux/sock_diag.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -46,23 +49,78 @@ static int chr_kind(int fd)
  * syscalls, and a relay asks about the same fds on every call: the answer
  * cannot change while the fd names the same inode, and fstat has just told
  * us which inode it names. A one-shot call also recalls both fds without
- * asking (ps__recall), where the move's own answer can tell it that an fd
- * is no longer what it was (call.c, oneshot.c). */
+ * asking (ps__recall): the kernel's answer to its move guards it (call.c,
+ * oneshot.c), and each fd is asked again once in PS_RECALLS of its
+ * recalls, so that an fd changed in a way the kernel still accepts is
+ * back on its own path within that many calls.
+ *
+ * The memory is a table indexed by fd, as the kernel's own, grown on
+ * demand to the highest fd the thread classified: a server with thousands
+ * of open files keeps them all. Past MEMO_MAX fds nothing is remembered
+ * (each call asks), which bounds a thread's table to a few megabytes. */
+#define MEMO_MAX (1 << 17)
+
 struct fd_memo {
 	dev_t dev;
 	ino_t ino;
-	int fd, kind;   /* fd + 1: 0 marks an empty slot */
+	int kind;
+	int mode;            /* O_ACCMODE and O_PATH, or PS_FL_UNASKED */
+	unsigned char set;   /* 0 marks an empty slot */
+	unsigned char left;  /* recalls before the fd is asked again */
 };
-static __thread struct fd_memo memo[64];
 
-static struct fd_memo *memo_of(int fd)
+static __thread struct fd_memo *memo;
+static __thread unsigned int memo_cap;
+static pthread_key_t memo_key;
+static pthread_once_t memo_once = PTHREAD_ONCE_INIT;
+
+static void memo_free(void *p)
 {
-	return &memo[(unsigned)fd % 64];
+	memo = NULL;
+	memo_cap = 0;
+	free(p);
 }
 
-static bool remembered(const struct fd_memo *m, int fd, const struct stat *st)
+static void memo_key_init(void)
 {
-	return m->fd == fd + 1 && m->dev == st->st_dev && m->ino == st->st_ino;
+	(void)pthread_key_create(&memo_key, memo_free);
+}
+
+/* Room for fd in the table: doubled until it fits, the new slots empty.
+ * false when fd is past the bound or there is no memory: not remembered. */
+static bool memo_grow(int fd)
+{
+	unsigned int cap = memo_cap ? memo_cap : 64;
+	struct fd_memo *m;
+
+	if (fd >= MEMO_MAX)
+		return false;
+	while (cap <= (unsigned int)fd)
+		cap *= 2;
+	m = realloc(memo, cap * sizeof(*m));
+	if (!m)
+		return false;
+	memset(m + memo_cap, 0, (cap - memo_cap) * sizeof(*m));
+	if (!memo) {
+		(void)pthread_once(&memo_once, memo_key_init);
+		(void)pthread_setspecific(memo_key, m);
+	} else if (m != memo) {
+		(void)pthread_setspecific(memo_key, m);
+	}
+	memo = m;
+	memo_cap = cap;
+	return true;
+}
+
+/* fd's slot, or NULL when the table does not reach it. */
+static struct fd_memo *memo_of(int fd)
+{
+	return (unsigned int)fd < memo_cap ? &memo[fd] : NULL;
+}
+
+static bool remembered(const struct fd_memo *m, const struct stat *st)
+{
+	return m && m->set && m->dev == st->st_dev && m->ino == st->st_ino;
 }
 
 /* -1 when the fd cannot answer (EBADF: an O_PATH fd). */
@@ -70,7 +128,7 @@ static int probed_kind(int fd, const struct stat *st)
 {
 	const struct fd_memo *m = memo_of(fd);
 
-	if (remembered(m, fd, st))
+	if (remembered(m, st))
 		return m->kind;
 	return S_ISSOCK(st->st_mode) ? socket_kind(fd) : chr_kind(fd);
 }
@@ -90,16 +148,29 @@ static int kind_of(int fd, const struct stat *st)
 
 static void remember(int fd, const struct stat *st, int kind)
 {
-	*memo_of(fd) = (struct fd_memo){ .fd = fd + 1, .dev = st->st_dev,
-					 .ino = st->st_ino, .kind = kind };
+	if (!memo_of(fd) && !memo_grow(fd))
+		return;
+	memo[fd] = (struct fd_memo){ .set = 1, .left = PS_RECALLS, .dev = st->st_dev,
+				     .ino = st->st_ino, .kind = kind, .mode = PS_FL_UNASKED };
 }
 
-static void forget(int fd)
+void ps__forget(int fd)
 {
 	struct fd_memo *m = memo_of(fd);
 
-	if (m->fd == fd + 1)
-		m->fd = 0;
+	if (m)
+		m->set = 0;
+}
+
+/* The access mode of an fd the thread remembers, for a one-shot call that
+ * recalls it (path_splice_pipe.c): it is the open file's, which no
+ * fcntl changes, where O_APPEND and O_NONBLOCK may change between calls. */
+static void remember_mode(const struct ps_endpoint *ep, int fl)
+{
+	struct fd_memo *m = memo_of(ep->fd);
+
+	if (m && m->set && m->dev == ep->dev && m->ino == ep->ino)
+		m->mode = fl & (O_ACCMODE | O_PATH);
 }
 
 static int64_t block_size(int fd)
@@ -137,7 +208,7 @@ int64_t ps__size(const struct ps_endpoint *ep)
 static void fill(struct ps_endpoint *ep, int fd, dev_t dev, ino_t ino, int kind)
 {
 	*ep = (struct ps_endpoint){ .fd = fd, .kind = kind, .fl = PS_FL_UNASKED, .dev = dev,
-				   .ino = ino, .size = -1 };
+				   .ino = ino, .size = -1, .mode = PS_FL_UNASKED };
 	ep->seekable = kind == PS_K_FILE || kind == PS_K_BLOCK;
 }
 
@@ -150,13 +221,13 @@ int ps__classify(int fd, struct ps_endpoint *ep)
 	if (fd < 0)
 		return -EBADF;
 	if (fstat(fd, &st) < 0) {
-		forget(fd);
+		ps__forget(fd);
 		return -errno;
 	}
 	kind = kind_of(fd, &st);
 	if (kind < 0) { /* the kernel refuses the fd for any move anyway */
 		kind = S_ISSOCK(st.st_mode) ? PS_K_SOCK : PS_K_CHR;
-		forget(fd);
+		ps__forget(fd);
 	} else {
 		remember(fd, &st, kind);
 	}
@@ -172,17 +243,17 @@ int ps__classify(int fd, struct ps_endpoint *ep)
 
 /* What fd was when this thread last classified it, without asking: its
  * size unknown (-1, ps__size asks), its flags unasked. false when this
- * thread has no memory of it. */
+ * thread has no memory of it, or when it is the fd's turn to be asked
+ * again (one recall in PS_RECALLS). */
 bool ps__recall(int fd, struct ps_endpoint *ep)
 {
-	const struct fd_memo *m;
+	struct fd_memo *m;
 
-	if (fd < 0)
+	if (fd < 0 || !(m = memo_of(fd)) || !m->set || !m->left)
 		return false;
-	m = memo_of(fd);
-	if (m->fd != fd + 1)
-		return false;
+	m->left--;
 	fill(ep, fd, m->dev, m->ino, m->kind);
+	ep->mode = m->mode;
 	return true;
 }
 
@@ -225,6 +296,7 @@ int ps__fl(const struct ps_endpoint *ep)
 	if (fl < 0)
 		fl = O_PATH;
 	((struct ps_endpoint *)ep)->fl = fl;
+	remember_mode(ep, fl);
 	return fl;
 }
 
@@ -237,9 +309,7 @@ bool ps__readable(const struct ps_endpoint *ep)
 
 bool ps__writable(const struct ps_endpoint *ep)
 {
-	int fl = ps__fl(ep);
-
-	return !(fl & O_PATH) && (fl & O_ACCMODE) != O_RDONLY;
+	return ps_mode_writable(ps__fl(ep));
 }
 
 bool ps__append(const struct ps_endpoint *ep)

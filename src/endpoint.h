@@ -3,6 +3,8 @@
 #ifndef PS_ENDPOINT_H
 #define PS_ENDPOINT_H
 
+#include <fcntl.h>
+
 #include "compiler.h"
 #include "endpoint-t.h"
 
@@ -12,10 +14,18 @@ static inline bool ps_is_socket(int kind)
 }
 
 PS_HIDDEN int ps__classify(int fd, struct ps_endpoint *ep);
+/* A one-shot call recalls an fd this many times, then asks again. */
+#define PS_RECALLS 63
 PS_HIDDEN bool ps__recall(int fd, struct ps_endpoint *ep);
+PS_HIDDEN void ps__forget(int fd);
 PS_HIDDEN int ps__fl(const struct ps_endpoint *ep);
 PS_HIDDEN bool ps__readable(const struct ps_endpoint *ep);
 PS_HIDDEN bool ps__writable(const struct ps_endpoint *ep);
+
+static inline bool ps_mode_writable(int fl)
+{
+	return !(fl & O_PATH) && (fl & O_ACCMODE) != O_RDONLY;
+}
 PS_HIDDEN bool ps__append(const struct ps_endpoint *ep);
 PS_HIDDEN bool ps__nonblock(const struct ps_endpoint *ep);
 PS_HIDDEN int ps__unusable(const struct ps_endpoint *in, const struct ps_endpoint *out);
