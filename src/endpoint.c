@@ -72,6 +72,7 @@ struct fd_memo {
 static __thread struct fd_memo *memo;
 static __thread unsigned int memo_cap;
 static pthread_key_t memo_key;
+static bool memo_key_made;
 static pthread_once_t memo_once = PTHREAD_ONCE_INIT;
 
 static void memo_free(void *p)
@@ -81,9 +82,11 @@ static void memo_free(void *p)
 	free(p);
 }
 
+/* Without a key the table could not be freed at the thread's exit (and
+ * key 0 is someone else's): then nothing is remembered, each call asks. */
 static void memo_key_init(void)
 {
-	(void)pthread_key_create(&memo_key, memo_free);
+	memo_key_made = pthread_key_create(&memo_key, memo_free) == 0;
 }
 
 /* Room for fd in the table: doubled until it fits, the new slots empty.
@@ -95,17 +98,22 @@ static bool memo_grow(int fd)
 
 	if (fd >= MEMO_MAX)
 		return false;
+	if (!memo && (pthread_once(&memo_once, memo_key_init) != 0 || !memo_key_made))
+		return false;
 	while (cap <= (unsigned int)fd)
 		cap *= 2;
 	m = realloc(memo, cap * sizeof(*m));
 	if (!m)
 		return false;
 	memset(m + memo_cap, 0, (cap - memo_cap) * sizeof(*m));
-	if (!memo) {
-		(void)pthread_once(&memo_once, memo_key_init);
-		(void)pthread_setspecific(memo_key, m);
-	} else if (m != memo) {
-		(void)pthread_setspecific(memo_key, m);
+	/* The key names the table, to free it at the thread's exit: a table
+	 * the key cannot name (no memory for the key's value) is not kept. */
+	if (m != memo && pthread_setspecific(memo_key, m) != 0) {
+		(void)pthread_setspecific(memo_key, NULL);
+		free(m);
+		memo = NULL;
+		memo_cap = 0;
+		return false;
 	}
 	memo = m;
 	memo_cap = cap;
