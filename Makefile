@@ -222,6 +222,8 @@ CLI_TSAN_TESTS += t_cli_relay_notify.sh
 CLI_TSAN_TESTS += t_cli_relay_log.sh
 # Who may connect: one source's count, shared by the workers.
 CLI_TSAN_TESTS += t_cli_relay_gate.sh
+# One set of workers for every line of a --config file.
+CLI_TSAN_TESTS += t_cli_relay_workers.sh
 check-tsan:
 	$(Q)$(MAKE) --no-print-directory BUILD=build-tsan CC=gcc SAN="-fsanitize=thread" \
 		OPT="-O1 -g" build-tsan/tests/t_threads build-tsan/tests/t_pending \

@@ -3,7 +3,7 @@
 # [OPTION]...), comments and blank lines skipped. A file of three lines,
 # 127.0.0.1:PORT, [::1]:PORT and unix:PATH, each to a target of its own
 # that names itself, is served by one process holding the three listening
-# sockets (/proc); -j on the command line gives each line its workers, a
+# sockets (/proc); the -j workers of the command line serve every line, a
 # line's --send-proxy reaches its target alone (the others get no PROXY
 # header), a line's --unix-mode sets its socket file's mode, and options on
 # the command line are each line's default, which a line overrides, and
@@ -326,8 +326,9 @@ set -- $(peer holds $r 127.0.0.1:$p4 "$l6" "$d/u.sock")
 [ $# -eq 3 ] && [ "$1" != - ] && [ "$2" != - ] && [ "$3" != - ] ||
 	fail $LINENO "relay $r does not hold the three listeners: '$*' $(ss -lnp 2>&1 | grep -F -e ":$p4" -e "${l6##*:}" -e u.sock)"
 is $LINENO "" "$(cat /proc/$r/task/*/children 2>/dev/null | tr -d ' \n')"
-# Two workers a line: six threads and the main one at least.
-[ "$(ls /proc/$r/task | wc -l)" -ge 7 ] || fail $LINENO "relay $r has $(ls /proc/$r/task | wc -l) threads"
+# The two workers serve the three lines: with the main thread and
+# --metrics's, four threads (a set of workers a line made seven).
+is $LINENO 4 "$(ls /proc/$r/task | wc -l)"
 is $LINENO 660 "$(stat -c %a u.sock)"
 ask $LINENO 127.0.0.1:$p4 2 "A none"
 ask $LINENO "$l6" 3 "$want6"

@@ -167,7 +167,7 @@ int passed_listeners(struct relay *r)
  * a socket per worker would need binding the address again, which the
  * relay may have no right to do (a port below 1024, a path it cannot
  * create) and which SO_REUSEPORT would open to any process of its user. */
-int inherit_listeners(struct relay *r, struct worker *w)
+int inherit_listeners(struct relay *r)
 {
 	int n = passed_listeners(r), i, k;
 
@@ -175,10 +175,10 @@ int inherit_listeners(struct relay *r, struct worker *w)
 		return -1;
 	r->nlisten = n;
 	r->shared = true;
-	if (listener_handles(r, w) < 0)
+	if (listener_handles(r) < 0)
 		return -1;
 	for (i = 0; i < r->jobs; i++)
 		for (k = 0; k < n; k++)
-			w[i].listeners[k].fd = FIRST_FD + k;
+			listener_at(r, i, k)->h.fd = FIRST_FD + k;
 	return 0;
 }

@@ -88,7 +88,7 @@ static int claim_one(struct relay *x, struct pool *p)
 	/* Made elsewhere, with clients queued already: each client's
 	 * socket is tuned as it comes. */
 	x->tune_accepted = n > 0;
-	rc = n ? serve_fds(x, x->w, mine, n) : bind_listeners(x, x->w);
+	rc = n ? serve_fds(x, mine, n) : bind_listeners(x);
 	free(mine);
 	return rc;
 }

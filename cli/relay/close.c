@@ -99,7 +99,7 @@ static void end_conn(struct worker *w, struct conn *c, bool cut, bool gently)
 	 * counted in the record conn_close wrote. */
 	for (i = 0; i < 2; i++) {
 		psplice_pair_free(c->d[i].pair);
-		atomic_fetch_sub(&w->r->pending[i], (int_fast64_t)c->d[i].pending);
+		atomic_fetch_sub(&c->r->pending[i], (int_fast64_t)c->d[i].pending);
 	}
 	c->prev->next = c->next;
 	c->next->prev = c->prev;
@@ -108,12 +108,12 @@ static void end_conn(struct worker *w, struct conn *c, bool cut, bool gently)
 	c->dead = true;
 	c->next = w->dead;
 	w->dead = c;
-	target_leave(w->r, c);
-	gate_leave(w->r, &c->src);
-	atomic_fetch_sub(&w->r->open, 1);
+	target_leave(c->r, c);
+	gate_leave(c->r, &c->src);
+	atomic_fetch_sub(&c->r->open, 1);
 	/* A slot is free again: this worker may take the next client. */
 	if (w->paused && w->drain_end == NEVER)
-		listener_on(w, true);
+		listeners_on(w, true);
 }
 
 void conn_close(struct worker *w, struct conn *c, const struct ending *e)
@@ -124,7 +124,7 @@ void conn_close(struct worker *w, struct conn *c, const struct ending *e)
 	for (i = 0; i < 2; i++)
 		c->d[i].unread = unread(c, &c->d[i]);
 	cut = cuts(c, e);
-	log_close(w->r, c, e, cut);
+	log_close(c->r, c, e, cut);
 	end_conn(w, c, cut, c->connecting);
 }
 

@@ -16,7 +16,7 @@
 
 static void touch(struct worker *w, struct conn *c)
 {
-	c->deadline = w->r->idle_ms ? now_ms() + w->r->idle_ms : NEVER;
+	c->deadline = c->r->idle_ms ? now_ms() + c->r->idle_ms : NEVER;
 	/* Later than before, except right after connecting: sweep by then. */
 	if (c->deadline < w->next_check)
 		w->next_check = c->deadline;
@@ -85,10 +85,10 @@ static void send_header(struct worker *w, struct conn *c)
 
 static void connected(struct worker *w, struct conn *c)
 {
-	int err = prepare_pairs(c, w->r->pair_flags);
+	int err = prepare_pairs(c, c->r->pair_flags);
 
 	/* Tried while marked down, as the last one left, and there again. */
-	target_up(w->r, c->tgt);
+	target_up(c->r, c->tgt);
 	c->connecting = false;
 	if (err < 0) {
 		conn_close(w, c, &(struct ending){ .how = END_SETUP, .err = -err });
@@ -102,7 +102,7 @@ static void connected(struct worker *w, struct conn *c)
  * is left, the client is closed (its bytes unread) and the failure said. */
 static void give_up(struct worker *w, struct conn *c, int err)
 {
-	cli_error(err, "relay: %s%s#%" PRIu64 " %s: cannot connect to %s", LISTENER(w->r), c->id,
+	cli_error(err, "relay: %s%s#%" PRIu64 " %s: cannot connect to %s", LISTENER(c->r), c->id,
 		  c->peer, cli_quote(c->tgt->addr.text));
 	conn_close(w, c, &(struct ending){ .how = END_CONNECT, .side = SIDE_TARGET, .err = err });
 }
@@ -118,7 +118,7 @@ static bool own_fault(int err)
 void connect_failed(struct worker *w, struct conn *c, int err)
 {
 	if (!own_fault(err))
-		target_down(w->r, c->tgt, err);
+		target_down(c->r, c->tgt, err);
 	if (c->target.fd >= 0) {
 		/* Out of the set first: the connection may end with its
 		 * memory freed, and this fd's registration must not outlive
@@ -159,7 +159,7 @@ void try_connect(struct worker *w, struct conn *c)
  * of its own. -1 when every target was tried. */
 int conn_target(struct worker *w, struct conn *c)
 {
-	struct relay *r = w->r;
+	struct relay *r = c->r;
 	struct target *t = target_pick(r, c);
 	int tfd;
 
@@ -186,12 +186,12 @@ int conn_target(struct worker *w, struct conn *c)
 	return 0;
 }
 
-/* Start the connection to a target, unless the client is refused
- * (gate.c: said there, and its socket set to reset at its close), before a
- * byte of it is read. */
-void conn_open(struct worker *w, int cfd, const struct sockaddr *sa, socklen_t len)
+/* Start the connection a listener of line r accepted to a target, unless
+ * the client is refused (gate.c: said there, and its socket set to reset
+ * at its close), before a byte of it is read. */
+void conn_open(struct worker *w, struct relay *r, int cfd, const struct sockaddr *sa,
+	       socklen_t len)
 {
-	struct relay *r = w->r;
 	struct source src;
 	struct conn *c = NULL;
 
@@ -202,7 +202,8 @@ void conn_open(struct worker *w, int cfd, const struct sockaddr *sa, socklen_t l
 		return;
 	}
 	c->src = src;
-	c->id = atomic_fetch_add(&r->first->ids, 1) + 1;
+	c->r = r;
+	c->id = atomic_fetch_add(&w->proc->ids, 1) + 1;
 	atomic_fetch_add(&r->total, 1);
 	addr_text(sa, len, c->peer, sizeof(c->peer));
 	c->client = (struct handle){ .kind = H_CLIENT, .fd = cfd, .known = known(sa->sa_family) };
@@ -255,7 +256,7 @@ static void connect_done(struct worker *w, struct conn *c, uint32_t events)
 
 /* A move's bytes: delivered ones for the report and the stats line, and
  * what the pair holds now (pending after = before + taken - delivered). */
-static void count(struct worker *w, struct conn *c, struct dir *d,
+static void count(struct conn *c, struct dir *d,
 		  const struct psplice_result *res)
 {
 	int i = d == &c->d[1];
@@ -263,19 +264,19 @@ static void count(struct worker *w, struct conn *c, struct dir *d,
 	d->bytes += res->out_bytes;
 	d->pending = d->pending + res->in_bytes - res->out_bytes;
 	if (res->out_bytes)
-		atomic_fetch_add(&w->r->bytes[i], res->out_bytes);
+		atomic_fetch_add(&c->r->bytes[i], res->out_bytes);
 	if (res->in_bytes != res->out_bytes)
-		atomic_fetch_add(&w->r->pending[i],
+		atomic_fetch_add(&c->r->pending[i],
 				 (int_fast64_t)res->in_bytes - (int_fast64_t)res->out_bytes);
 	if (res->method == PSPLICE_METHOD_READWRITE)
-		atomic_fetch_add(&w->r->copied, res->out_bytes);
+		atomic_fetch_add(&c->r->copied, res->out_bytes);
 	/* Tokens pay for the bytes taken from the input, not for pending
 	 * ones delivered: those were paid for when they were taken. */
-	if (res->in_bytes && (w->r->rate.bps || w->r->rate_total.bps)) {
+	if (res->in_bytes && (c->r->rate.bps || c->r->rate_total.bps)) {
 		int64_t now = cli_now_ns();
 
-		bucket_spend(&w->r->rate, &d->empty_at, now, res->in_bytes);
-		bucket_spend(&w->r->rate_total, &w->r->total_empty_at[i], now, res->in_bytes);
+		bucket_spend(&c->r->rate, &d->empty_at, now, res->in_bytes);
+		bucket_spend(&c->r->rate_total, &c->r->total_empty_at[i], now, res->in_bytes);
 	}
 	/* For the record: the paths that delivered bytes (a move that only
 	 * took some, its output full, names none). */
@@ -347,7 +348,7 @@ static int pump(struct worker *w, struct conn *c, struct dir *d, struct ending *
 		if (!len)
 			return 0;
 		psplice_pair_move(d->pair, NULL, NULL, len, PSPLICE_F_NONBLOCK, &res);
-		count(w, c, d, &res);
+		count(c, d, &res);
 		move_taken(d, &res, len);
 		/* A slow reader taking held bytes is not idle. */
 		if (res.in_bytes || res.out_bytes)

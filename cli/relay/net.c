@@ -74,23 +74,24 @@ fail:
 	return -err;
 }
 
-void free_listeners(struct relay *r, struct worker *w)
+void free_listeners(struct relay *r)
 {
-	free(w[0].listeners);
+	free(r->lis);
+	r->lis = NULL;
 	free_names(r->listen_names);
 }
 
-/* For messages: the address listener k of w is bound to, and the name the
- * service manager gave it. */
-void listener_text(const struct relay *r, const struct worker *w, int k, char *buf,
-		   size_t size)
+/* For messages: the address listener k (the first worker's) is bound to,
+ * and the name the service manager gave it. */
+void listener_text(const struct relay *r, int k, char *buf, size_t size)
 {
+	int fd = listener_at(r, 0, k)->h.fd;
 	struct sockaddr_storage ss;
 	socklen_t len = sizeof(ss);
 	size_t used;
 
-	if (getsockname(w->listeners[k].fd, (struct sockaddr *)&ss, &len) < 0) {
-		snprintf(buf, size, "fd %d", w->listeners[k].fd);
+	if (getsockname(fd, (struct sockaddr *)&ss, &len) < 0) {
+		snprintf(buf, size, "fd %d", fd);
 		return;
 	}
 	addr_text((struct sockaddr *)&ss, len, buf, size);
@@ -109,22 +110,22 @@ void listener_text(const struct relay *r, const struct worker *w, int k, char *b
  * LISTEN "-", or a relay started by a reload: the sockets passed
  * (activate.c); --replace: those of the relay replaced
  * (replace.c). */
-int make_listeners(struct relay *r, struct worker *w)
+int make_listeners(struct relay *r)
 {
 	/* Listeners made elsewhere, set as their maker saw fit, with clients
 	 * queued already: each client's socket is tuned as it comes. */
 	r->tune_accepted = r->ready_fd >= 0 || r->replace_pid || r->inherited;
 	if (r->ready_fd >= 0)
-		return inherit_listeners(r, w);
+		return inherit_listeners(r);
 	if (r->replace_pid)
-		return replace_take(r, w);
+		return replace_take(r);
 	if (r->inherited)
-		return inherit_listeners(r, w);
-	return bind_listeners(r, w);
+		return inherit_listeners(r);
+	return bind_listeners(r);
 }
 
 /* LISTEN bound here: one listener shared by the workers, or one each. */
-int bind_listeners(struct relay *r, struct worker *w)
+int bind_listeners(struct relay *r)
 {
 	struct sockaddr_storage ss = r->listen.ss;
 	socklen_t len = r->listen.len;
@@ -132,12 +133,12 @@ int bind_listeners(struct relay *r, struct worker *w)
 	int i, fd;
 
 	r->nlisten = 1;
-	if (listener_handles(r, w) < 0)
+	if (listener_handles(r) < 0)
 		return -1;
 	r->shared = unix_sock || !r->reuseport;
 	for (i = 0; i < r->jobs; i++) {
 		if (r->shared && i) {
-			w[i].listeners[0].fd = w[0].listeners[0].fd;
+			listener_at(r, i, 0)->h.fd = listener_at(r, 0, 0)->h.fd;
 			continue;
 		}
 		fd = listen_on(r, (struct sockaddr *)&ss, len, !r->shared);
@@ -150,7 +151,7 @@ int bind_listeners(struct relay *r, struct worker *w)
 			return -1;
 		if (!i && !r->shared)
 			getsockname(fd, (struct sockaddr *)&ss, &len);
-		w[i].listeners[0].fd = fd;
+		listener_at(r, i, 0)->h.fd = fd;
 	}
 	r->made_file = unix_sock;
 	return 0;

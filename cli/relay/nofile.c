@@ -24,14 +24,16 @@ static bool raised;
  * share of pipes HAProxy keeps). */
 #define CONN_FDS_X4 10
 
-/* What the process holds whatever its connections: each worker's
- * listeners and its own fds, and the slack. */
+/* What the process holds whatever its connections: the workers' own fds
+ * (one set of workers for every line), each line's listeners (one a
+ * worker with --reuseport), and the slack. */
 static uint64_t fixed_fds(const struct relay *r)
 {
-	uint64_t n = SLACK;
+	uint64_t n = SLACK + (uint64_t)r->jobs * PER_WORKER;
 
 	for (; r; r = r->next)
-		n += (uint64_t)r->jobs * ((r->nlisten > 0 ? (uint64_t)r->nlisten : 1) + PER_WORKER);
+		n += r->reuseport ? (uint64_t)r->jobs :
+		     r->nlisten > 0 ? (uint64_t)r->nlisten : 1;
 	return n;
 }
 

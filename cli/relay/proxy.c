@@ -114,21 +114,21 @@ bool proxy_read(struct worker *w, struct conn *c)
 		return false;
 	}
 	c->awaiting = false;
-	if (!gate_named(w->r, c, &a)) {
+	if (!gate_named(c->r, c, &a)) {
 		conn_refuse(w, c);
 		return false;
 	}
 	if (a.known)
 		addr_text((struct sockaddr *)&a.src, a.len, c->peer, sizeof(c->peer));
-	if (w->r->send_proxy) {
+	if (c->r->send_proxy) {
 		if (a.known)
-			prepare(w->r, c, (struct sockaddr *)&a.src, a.len,
+			prepare(c->r, c, (struct sockaddr *)&a.src, a.len,
 				(struct sockaddr *)&a.dst, a.len);
 		else
-			proxy_prepare(w->r, c);
+			proxy_prepare(c->r, c);
 	}
-	if (!w->r->json)
-		log_open(w->r, c);
+	if (!c->r->json)
+		log_open(c->r, c);
 	return true;
 }
 

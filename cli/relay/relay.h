@@ -120,16 +120,21 @@ struct target {
 	atomic_uint_fast64_t failed;     /* connects to it that failed (--metrics) */
 };
 
-/* What every worker shares; the counters are summed by the stats line.
- * With --config, one for each line of the file, linked by next: each has
- * its own listeners, workers and counters. The first one also holds what
- * is the process's: the reload, --replace, --metrics, and the flags
+/* A listener's options, targets and counters; the counters are summed by
+ * the stats line. With --config, one for each line of the file, linked by
+ * next: each has its own listeners and counters, and the options its
+ * connections take (struct conn's r). The first one also holds what is
+ * the process's: the workers, which serve every line's listeners, the
+ * reload, --replace, --metrics, the connections' ids, and the flags
  * draining, cutting, handed_over and listener_lost, which every worker
- * reads there (r->first). */
+ * reads there (w->proc). A set of workers a line would cost jobs threads
+ * and 2 fds a thread for each line: 3,201 threads for 200 lines at -j 16. */
 struct relay {
 	struct relay *next;              /* the next line's; NULL */
-	struct relay *first;             /* the first line's: the process's ids */
-	struct worker *w;                /* its jobs workers */
+	struct relay *first;             /* the first line's: the process's */
+	struct worker *w;                /* the first line's: the jobs workers */
+	struct listener *lis;            /* jobs * nlisten: worker i's from
+	                                    lis + i * nlisten (listener_at) */
 	const char *config;              /* --config's file; or NULL */
 	int line;                        /* its line there */
 	char *config_text;               /* the file, which the lines point into */
@@ -162,7 +167,7 @@ struct relay {
 	bool shared;                     /* one set of listeners for all the workers */
 	bool inherited;                  /* LISTEN "-": the service manager's sockets */
 	bool made_file;                  /* its unix socket's file made here */
-	int nlisten;                     /* listeners each worker watches */
+	int nlisten;                     /* of this line, each worker watches */
 	char **listen_names;             /* LISTEN_FDNAMES, one a listener; or NULL */
 	int unix_mode;                   /* a unix listener's mode; -1: the umask's */
 	int send_proxy;                  /* --send-proxy: 1, --send-proxy-v2: 2; 0: none */
@@ -211,6 +216,18 @@ struct handle {
 	uint16_t gen;        /* bumped as its fd is closed */
 };
 
+/* A listening socket as one worker watches it (shared, the same fd in
+ * each worker's): the line whose connections it accepts. */
+struct listener {
+	struct handle h;
+	struct relay *r;
+};
+
+static inline struct listener *listener_at(const struct relay *r, int i, int k)
+{
+	return &r->lis[(size_t)i * (size_t)r->nlisten + (size_t)k];
+}
+
 /* D_PACED: out of tokens, waiting for the timer, input not watched. */
 enum dir_state { D_READ, D_WRITE, D_PACED, D_DONE };
 
@@ -256,6 +273,7 @@ struct ending {
 
 struct conn {
 	struct conn *prev, *next;
+	struct relay *r;     /* its listener's line: options, targets, counters */
 	struct handle client, target;
 	struct target *tgt;  /* the one tried last, connected to at the end */
 	bool counted;        /* in tgt->conns */
@@ -278,13 +296,17 @@ struct conn {
 	unsigned char hdr[PROXY_OUT_MAX];
 };
 
+/* One of the process's jobs workers: every line's listeners (its own
+ * handles of them, listener_at(x, i, ...)) and the connections they
+ * accepted, whatever their line. */
 struct worker {
 	pthread_t thread;
-	struct relay *r;
+	struct relay *proc;  /* the first line's: the process's state */
+	int i;               /* its place among the workers */
 	int ep;
-	struct handle *listeners;  /* r->nlisten of them */
 	struct handle wake;
-	bool paused;         /* listeners off: --max-conns reached, or no fds */
+	bool paused;         /* some listener off: --max-conns reached, or no fds */
+	bool rotate;         /* a line has --rate-total: see rotate() */
 	int64_t drain_end;   /* NEVER until draining */
 	int64_t next_check;  /* earliest deadline worth a sweep */
 	struct conn head;    /* circular list of open connections */
@@ -351,21 +373,20 @@ int relay_run(struct relay *r);
  * listeners (no fd yet; free_listeners frees them), a connection's TCP
  * options. */
 void addr_text(const struct sockaddr *sa, socklen_t len, char *buf, size_t size);
-int listener_handles(struct relay *r, struct worker *w);
-int serve_fds(struct relay *r, struct worker *w, int *fds, int n);
+int listener_handles(struct relay *r);
+int serve_fds(struct relay *r, int *fds, int n);
 void tune(const struct relay *r, int fd);
 
 /* net.c: the listeners, made or taken, before any worker starts. */
-int make_listeners(struct relay *r, struct worker *w);
-int bind_listeners(struct relay *r, struct worker *w);
+int make_listeners(struct relay *r);
+int bind_listeners(struct relay *r);
 void unlink_made(const struct relay *r);
-void free_listeners(struct relay *r, struct worker *w);
-void listener_text(const struct relay *r, const struct worker *w, int k, char *buf,
-		   size_t size);
+void free_listeners(struct relay *r);
+void listener_text(const struct relay *r, int k, char *buf, size_t size);
 
 /* activate.c */
 int passed_listeners(struct relay *r);
-int inherit_listeners(struct relay *r, struct worker *w);
+int inherit_listeners(struct relay *r);
 void free_names(char **names);
 
 /* notify.c */
@@ -393,7 +414,7 @@ pid_t reload_start(struct relay *r, int *ready_rd);
 bool reload_ended(struct relay *r, pid_t pid, int fd);
 
 /* replace.c */
-int replace_take(struct relay *r, struct worker *w);
+int replace_take(struct relay *r);
 int replace_collect(struct relay *r, int **fds, int *n);
 bool listener_matches(const struct sockaddr_storage *want, bool any, pid_t pid,
 		      const struct sockaddr *sa, socklen_t len);
@@ -403,12 +424,12 @@ int replace_forward(pid_t child, pid_t serving);
 /* worker.c */
 void note_error(struct note *n, int err);
 void note_flush(struct note *n, bool final);
-int worker_init(struct relay *r, struct worker *w);
+int worker_init(struct relay *proc, struct worker *w, int i);
 void *worker_main(void *arg);
 
 /* watch.c: what the worker's epoll set waits for: h's events (0: out of
- * the set), a connection's from its state, the listeners on or off; each
- * -errno when epoll_ctl fails. */
+ * the set), a connection's from its state, the listeners on or off (a
+ * line's, or every line's); each -errno when epoll_ctl fails. */
 int set_events(struct worker *w, struct handle *h, uint32_t events);
 int update_interest(struct worker *w, struct conn *c);
 void unwatch(struct worker *w, struct handle *h);
@@ -418,7 +439,8 @@ void closing_begin(struct worker *w, struct handle *a, struct handle *b, bool ke
 void closing_end(struct worker *w);
 struct conn *conn_alloc(struct worker *w);
 void conn_bury(struct worker *w, bool all);
-int listener_on(struct worker *w, bool on);
+int listener_on(struct worker *w, struct relay *x, bool on);
+int listeners_on(struct worker *w, bool on);
 
 /* close.c: the end of a connection, its record and its reset or close;
  * conn_watch: its fds watched for what it waits for, or its end when one
@@ -428,7 +450,8 @@ void conn_watch(struct worker *w, struct conn *c);
 void conn_refuse(struct worker *w, struct conn *c);
 
 /* conn.c */
-void conn_open(struct worker *w, int cfd, const struct sockaddr *sa, socklen_t len);
+void conn_open(struct worker *w, struct relay *r, int cfd, const struct sockaddr *sa,
+	       socklen_t len);
 void conn_event(struct worker *w, struct conn *c, struct handle *h, uint32_t events);
 void connect_failed(struct worker *w, struct conn *c, int err);
 void conn_idle(struct worker *w, struct conn *c);

@@ -209,7 +209,7 @@ static int *listener_fds(const struct relay *r, int *n)
 	for (*n = 0, x = r; x && fds; x = x->next)
 		for (i = 0; i < (x->shared ? 1 : x->jobs); i++)
 			for (k = 0; k < x->nlisten; k++)
-				fds[(*n)++] = x->w[i].listeners[k].fd;
+				fds[(*n)++] = listener_at(x, i, k)->h.fd;
 	return fds;
 }
 

@@ -332,7 +332,7 @@ static void say_none(const struct relay *r, pid_t pid, const struct taken *t)
 /* --replace=PID: the listeners of the relay PID that LISTEN names, copied
  * into this process (pidfd_getfd(2) makes them close-on-exec); -1 once said
  * why not, PID left as it was. */
-int replace_take(struct relay *r, struct worker *w)
+int replace_take(struct relay *r)
 {
 	struct taken t = { 0 };
 	pid_t pid = r->replace_pid;
@@ -343,7 +343,7 @@ int replace_take(struct relay *r, struct worker *w)
 	if (take_sockets(r, pid, pidfd, &t) == 0) {
 		if (!t.n)
 			say_none(r, pid, &t);
-		else if (serve_fds(r, w, t.fds, t.n) == 0)
+		else if (serve_fds(r, t.fds, t.n) == 0)
 			goto done;
 	}
 	for (k = 0; k < t.n; k++)

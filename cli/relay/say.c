@@ -32,7 +32,7 @@ void relay_listening(const struct relay *r)
 
 	where[0] = '\0';
 	for (k = 0; k < r->nlisten && used < sizeof(where); k++) {
-		listener_text(r, r->w, k, one, sizeof(one));
+		listener_text(r, k, one, sizeof(one));
 		used += (size_t)snprintf(where + used, sizeof(where) - used, "%s%s",
 					 k ? ", " : "", one);
 	}

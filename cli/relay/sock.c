@@ -40,22 +40,16 @@ void addr_text(const struct sockaddr *sa, socklen_t len, char *buf, size_t size)
 
 /* Each worker's handles of the r->nlisten listeners, in one block that
  * free_listeners frees; no fd yet. */
-int listener_handles(struct relay *r, struct worker *w)
+int listener_handles(struct relay *r)
 {
-	size_t n = (size_t)r->nlisten;
-	struct handle *h = calloc((size_t)r->jobs * n, sizeof(*h));
-	size_t k;
-	int i;
+	size_t n = (size_t)r->jobs * (size_t)r->nlisten, k;
 
-	if (!h) {
+	if (!(r->lis = calloc(n, sizeof(*r->lis)))) {
 		cli_error(ENOMEM, "relay");
 		return -1;
 	}
-	for (i = 0; i < r->jobs; i++) {
-		w[i].listeners = h + (size_t)i * n;
-		for (k = 0; k < n; k++)
-			w[i].listeners[k].fd = -1;
-	}
+	for (k = 0; k < n; k++)
+		r->lis[k] = (struct listener){ .h = { .kind = H_LISTEN, .fd = -1 }, .r = r };
 	return 0;
 }
 
@@ -104,13 +98,13 @@ static bool one_per_worker(const struct relay *r, const int *fds, int n)
  * the workers of this one, however many, so none is left with a queue
  * nobody reads. With as many workers as sockets, each worker has one of
  * its own again, with no accept shared. */
-int serve_fds(struct relay *r, struct worker *w, int *fds, int n)
+int serve_fds(struct relay *r, int *fds, int n)
 {
 	int i, k, flags;
 
 	r->shared = !one_per_worker(r, fds, n);
 	r->nlisten = r->shared ? n : 1;
-	if (listener_handles(r, w) < 0)
+	if (listener_handles(r) < 0)
 		return -1;
 	for (k = 0; k < n; k++) {
 		/* The flags are the socket's, shared with the process it came
@@ -121,10 +115,10 @@ int serve_fds(struct relay *r, struct worker *w, int *fds, int n)
 			return -1;
 		}
 		if (!r->shared)
-			w[k].listeners[0].fd = fds[k];
+			listener_at(r, k, 0)->h.fd = fds[k];
 		else
 			for (i = 0; i < r->jobs; i++)
-				w[i].listeners[k].fd = fds[k];
+				listener_at(r, i, k)->h.fd = fds[k];
 	}
 	return 0;
 }

@@ -3,7 +3,8 @@
  * stats line handled until the workers end: a stop drains, a second stop
  * cuts, SIGUSR2 reloads (reload.c), a takeover (--replace) hands the
  * listeners over; the counters said at the end. With --config, each of
- * these is done for every line's relay, its listener and its workers. */
+ * these is done for every line's relay and its listener; the workers, the
+ * first line's, serve them all. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -56,10 +57,9 @@ static void wake_workers(const struct relay *r)
 	uint64_t one = 1;
 	int i;
 
-	for (; r; r = r->next)
-		for (i = 0; i < r->jobs; i++)
-			if (write(r->w[i].wake.fd, &one, sizeof(one)) < 0)
-				cli_error(errno, "relay: eventfd");
+	for (i = 0; i < r->jobs; i++)
+		if (write(r->w[i].wake.fd, &one, sizeof(one)) < 0)
+			cli_error(errno, "relay: eventfd");
 }
 
 /* Connections open, every listener's. */
@@ -84,10 +84,9 @@ static bool workers_ended(const struct relay *r)
 	ns = until.tv_nsec + (int64_t)CUT_WAIT_MS * 1000000;
 	until.tv_sec += ns / 1000000000;
 	until.tv_nsec = ns % 1000000000;
-	for (; r; r = r->next)
-		for (i = 0; i < r->jobs; i++)
-			if (pthread_clockjoin_np(r->w[i].thread, NULL, CLOCK_MONOTONIC, &until))
-				return false;
+	for (i = 0; i < r->jobs; i++)
+		if (pthread_clockjoin_np(r->w[i].thread, NULL, CLOCK_MONOTONIC, &until))
+			return false;
 	return true;
 }
 
@@ -298,13 +297,10 @@ static void supervise(struct relay *r, int sfd)
 			       { .fd = -1, .events = POLLIN } };
 	struct signalfd_siginfo si;
 	struct reload re = { .pid = -1, .fd = -1, .successor = -1 };
-	int running = 0;
+	int running = r->jobs;
 	uint64_t v;
-	struct relay *x;
 	int64_t next_stats = r->stats_ms ? now_ms() + r->stats_ms : NEVER, now;
 
-	for (x = r; x; x = x->next)
-		running += x->jobs;
 	while (running > 0) {
 		now = now_ms();
 		if (now >= next_stats) {
@@ -365,52 +361,51 @@ static bool stopped_starting(const struct relay *r)
 	return true;
 }
 
-/* Each listener's workers made ready, its line said with -v. */
+/* The workers made ready, each watching every listener; each
+ * listener's line said with -v. */
 static int prepare(struct relay *r)
 {
 	int i;
 
-	for (; r; r = r->next) {
-		for (i = 0; i < r->jobs; i++)
-			if (worker_init(r, &r->w[i]) < 0) {
-				cli_error(errno, "relay: epoll");
-				return -1;
-			}
-		if (r->verbose)
-			relay_listening(r);
-	}
+	for (i = 0; i < r->jobs; i++)
+		if (worker_init(r, &r->w[i], i) < 0) {
+			cli_error(errno, "relay: epoll");
+			return -1;
+		}
+	for (; r && r->verbose; r = r->next)
+		relay_listening(r);
 	return 0;
 }
 
-/* Each listener's target checker and workers: nothing fails after them
- * that would free what they use. */
+/* Each listener's target checker, and the workers: nothing fails after
+ * them that would free what they use. */
 static void start_workers(struct relay *r)
 {
+	struct relay *x;
 	int i, err;
 
-	for (; r; r = r->next) {
-		if ((err = checker_start(r)))
+	for (x = r; x; x = x->next)
+		if ((err = checker_start(x)))
 			cli_error(err, "relay: cannot start the target checker");
-		for (i = 0; i < r->jobs; i++) {
-			err = pthread_create(&r->w[i].thread, NULL, worker_main, &r->w[i]);
-			if (err) {
-				/* Workers already running use w: leave without freeing. */
-				cli_error(err, "relay: cannot start a worker");
-				exit(1);
-			}
+	for (i = 0; i < r->jobs; i++) {
+		err = pthread_create(&r->w[i].thread, NULL, worker_main, &r->w[i]);
+		if (err) {
+			/* Workers already running use w: leave without freeing. */
+			cli_error(err, "relay: cannot start a worker");
+			exit(1);
 		}
 	}
 }
 
-/* Every listener's workers ended: 1 when a listener was lost. */
+/* The workers ended: 1 when a listener was lost. */
 static int finish(struct relay *r)
 {
 	struct relay *x;
 	int i;
 
+	for (i = 0; i < r->jobs; i++)
+		pthread_join(r->w[i].thread, NULL);
 	for (x = r; x; x = x->next) {
-		for (i = 0; i < x->jobs; i++)
-			pthread_join(x->w[i].thread, NULL);
 		checker_stop(x);
 		note_flush(&x->accept_failed, true);
 	}
@@ -423,7 +418,7 @@ static int serve(struct relay *r)
 	bool by_reload = r->ready_fd >= 0;
 	struct relay *x;
 
-	if ((r->config ? claim_listeners(r) : make_listeners(r, r->w)) < 0 ||
+	if ((r->config ? claim_listeners(r) : make_listeners(r)) < 0 ||
 	    metrics_listen(r) < 0)
 		goto fail;
 	sfd = take_signals();
@@ -474,12 +469,12 @@ int relay_run(struct relay *r)
 
 	for (x = r; x; x = x->next) {
 		x->first = r;
-		if (!(x->w = calloc((size_t)x->jobs, sizeof(*x->w)))) {
-			cli_error(ENOMEM, "relay");
-			goto out;
-		}
 		if (gate_start(x) < 0)
 			goto out;
+	}
+	if (!(r->w = calloc((size_t)r->jobs, sizeof(*r->w)))) {
+		cli_error(ENOMEM, "relay");
+		goto out;
 	}
 	status = serve(r);
 	metrics_stop(r);
@@ -487,11 +482,10 @@ int relay_run(struct relay *r)
 		close(r->replace_fd);
 out:
 	for (x = r; x; x = x->next) {
-		if (x->w)
-			free_listeners(x, x->w);
-		free(x->w);
+		free_listeners(x);
 		gate_stop(x);
 	}
+	free(r->w);
 	claim_release(r, false);
 	reload_free(r);
 	return status;

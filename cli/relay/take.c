@@ -90,7 +90,7 @@ static bool tcp_pressed(void)
  * (conn_wake), its input not watched meanwhile. */
 static size_t allowance(struct worker *w, struct conn *c, struct dir *d)
 {
-	struct relay *r = w->r;
+	struct relay *r = c->r;
 	int64_t now, ready = 0;
 	uint64_t n = CHUNK, mine, all;
 

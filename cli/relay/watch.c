@@ -86,8 +86,8 @@ void closing_begin(struct worker *w, struct handle *a, struct handle *b, bool ke
 {
 	bool del;
 
-	pthread_rwlock_rdlock(&w->r->fork_lock);
-	del = !kept || atomic_load_explicit(&w->r->forks, memory_order_relaxed) != 0;
+	pthread_rwlock_rdlock(&w->proc->fork_lock);
+	del = !kept || atomic_load_explicit(&w->proc->forks, memory_order_relaxed) != 0;
 	if (del)
 		unwatch(w, a);
 	a->events = 0;
@@ -102,7 +102,7 @@ void closing_begin(struct worker *w, struct handle *a, struct handle *b, bool ke
 
 void closing_end(struct worker *w)
 {
-	pthread_rwlock_unlock(&w->r->fork_lock);
+	pthread_rwlock_unlock(&w->proc->fork_lock);
 }
 
 /* Each fd waits for what the directions using it wait for, nothing else.
@@ -134,25 +134,59 @@ int update_interest(struct worker *w, struct conn *c)
 	return err < 0 ? err : set_events(w, &c->target, ev[1]);
 }
 
-/* 0, or the error of a listener that could not be watched again: the
- * worker then stays paused, and its next sweep, RETRY_MS from now at the
- * latest, tries again (the ones that could be are watched meanwhile). */
-int listener_on(struct worker *w, bool on)
+/* Line x's listeners in w's set, or out: 0, or the error of one that
+ * could not be watched again. */
+static int line_on(struct worker *w, struct relay *x, bool on)
 {
 	/* EPOLLEXCLUSIVE: a shared listener wakes one worker, not all. */
-	uint32_t ev = EPOLLIN | (w->r->shared ? EPOLLEXCLUSIVE : 0);
-	int i, e, err = 0;
+	uint32_t ev = EPOLLIN | (x->shared ? EPOLLEXCLUSIVE : 0);
+	int k, e, err = 0;
 
 	/* Closed at the drain: nothing to turn on or off any more. */
-	if (w->listeners[0].fd < 0)
+	if (!x->nlisten || listener_at(x, w->i, 0)->h.fd < 0)
 		return 0;
 	/* EPOLLEXCLUSIVE cannot be modified, only added and deleted. */
-	for (i = 0; i < w->r->nlisten; i++)
-		if ((e = set_events(w, &w->listeners[i], on ? ev : 0)) < 0 && !err)
+	for (k = 0; k < x->nlisten; k++)
+		if ((e = set_events(w, &listener_at(x, w->i, k)->h, on ? ev : 0)) < 0 && !err)
 			err = e;
-	w->paused = !on || err < 0;
+	return err;
+}
+
+/* A paused worker's sweep turns every line's listeners on again; after an
+ * error, RETRY_MS from now at the latest. */
+static void paused(struct worker *w, int err)
+{
+	w->paused = true;
 	if (err < 0 && now_ms() + RETRY_MS < w->next_check)
 		w->next_check = now_ms() + RETRY_MS;
+}
+
+/* Line x's listeners on or off in w: off for --max-conns, a line's own
+ * limit, while the other lines' accept on. 0, or the error of a listener
+ * that could not be watched again: the worker then stays paused. */
+int listener_on(struct worker *w, struct relay *x, bool on)
+{
+	int err = line_on(w, x, on);
+
+	if (!on || err < 0)
+		paused(w, err);
+	return err;
+}
+
+/* Every line's listeners on or off in w: 0, or the first error of a
+ * listener that could not be watched again (the ones that could be are
+ * watched meanwhile), the worker then left paused. */
+int listeners_on(struct worker *w, bool on)
+{
+	struct relay *x;
+	int e, err = 0;
+
+	w->paused = false;
+	for (x = w->proc; x; x = x->next)
+		if ((e = line_on(w, x, on)) < 0 && !err)
+			err = e;
+	if (!on || err < 0)
+		paused(w, err);
 	return err;
 }
 

@@ -84,10 +84,10 @@ void note_flush(struct note *n, bool final)
 static struct note rewatch = { .lock = PTHREAD_MUTEX_INITIALIZER,
 			       .what = "cannot watch the listener" };
 
-/* Listeners back on, said when they cannot be. */
+/* Every line's listeners back on, said when they cannot be. */
 static void resume(struct worker *w)
 {
-	int err = listener_on(w, true);
+	int err = listeners_on(w, true);
 
 	if (err < 0)
 		note_error(&rewatch, -err);
@@ -95,21 +95,26 @@ static void resume(struct worker *w)
 		note_flush(&rewatch, false);
 }
 
-/* Listeners off for a while: accept again at the next sweep. */
-static void pause_for_retry(struct worker *w)
+/* Line x's listeners off for a while (NULL: every line's, the process
+ * out of fds): accept again at the next sweep. */
+static void pause_for_retry(struct worker *w, struct relay *x)
 {
-	listener_on(w, false);
+	if (x)
+		listener_on(w, x, false);
+	else
+		listeners_on(w, false);
 	if (now_ms() + RETRY_MS < w->next_check)
 		w->next_check = now_ms() + RETRY_MS;
 }
 
-/* accept(2) failed with err, which is not EINTR, ECONNABORTED or EAGAIN. */
-static void accept_failed(struct worker *w, int err)
+/* accept(2) on a listener of line x failed with err, which is not EINTR,
+ * ECONNABORTED or EAGAIN. */
+static void accept_failed(struct worker *w, struct relay *x, int err)
 {
 	/* Draining: another worker shut the shared listener down, which
 	 * wakes this one too; not an error to report. */
-	if (err == EINVAL && atomic_load(&w->r->first->draining)) {
-		listener_on(w, false);
+	if (err == EINVAL && atomic_load(&w->proc->draining)) {
+		listener_on(w, x, false);
 		return;
 	}
 	/* Not draining: another process holding the socket shut it down
@@ -117,8 +122,8 @@ static void accept_failed(struct worker *w, int err)
 	 * taken over). No client can come through it again: said once, and
 	 * the relay stops, exiting 1. */
 	if (err == EINVAL) {
-		listener_on(w, false);
-		if (!atomic_exchange(&w->r->first->listener_lost, true)) {
+		listener_on(w, x, false);
+		if (!atomic_exchange(&w->proc->listener_lost, true)) {
 			cli_error(EINVAL, "relay: the listening socket was shut down by "
 				  "another process; stopping");
 			kill(getpid(), SIGTERM);
@@ -127,16 +132,17 @@ static void accept_failed(struct worker *w, int err)
 	}
 	/* Out of fds: the queue stays readable, so pause rather than spin
 	 * on it, and say so without flooding the log while it lasts. */
-	note_error(&w->r->accept_failed, err);
-	pause_for_retry(w);
+	note_error(&x->accept_failed, err);
+	pause_for_retry(w, NULL);
 }
 
 /* One connection a wakeup, not until EAGAIN: a client that connected
  * alone (the usual case, short connections one at a time) costs no accept
  * that says EAGAIN, and in a storm the listener, level-triggered, is
  * reported again at once, beside the connections' own events. */
-static void accept_one(struct worker *w, struct handle *l)
+static void accept_one(struct worker *w, struct listener *l)
 {
+	struct relay *x = l->r;
 	struct sockaddr_storage ss;
 	socklen_t len;
 	int i, fd;
@@ -147,23 +153,23 @@ static void accept_one(struct worker *w, struct handle *l)
 		return;
 	for (i = 0; i < ACCEPT_TRIES; i++) {
 		/* Others' connections may close: look again soon. */
-		if (!reserve_slot(w->r)) {
-			pause_for_retry(w);
+		if (!reserve_slot(x)) {
+			pause_for_retry(w, x);
 			return;
 		}
 		len = sizeof(ss);
-		fd = accept4(l->fd, (struct sockaddr *)&ss, &len,
+		fd = accept4(l->h.fd, (struct sockaddr *)&ss, &len,
 			     SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd >= 0) {
-			note_flush(&w->r->accept_failed, false);
-			conn_open(w, fd, (struct sockaddr *)&ss, len);
+			note_flush(&x->accept_failed, false);
+			conn_open(w, x, fd, (struct sockaddr *)&ss, len);
 			return;
 		}
-		atomic_fetch_sub(&w->r->open, 1);
+		atomic_fetch_sub(&x->open, 1);
 		if (errno == EINTR || errno == ECONNABORTED)
 			continue;
 		if (errno != EAGAIN)
-			accept_failed(w, errno);
+			accept_failed(w, x, errno);
 		return;
 	}
 }
@@ -223,7 +229,7 @@ static void sweep(struct worker *w)
 		if (conn_wake_at(c) < next)
 			next = conn_wake_at(c);
 	}
-	if (w->r->rate_total.bps)
+	if (w->rotate)
 		rotate(w);
 	if (w->paused && w->drain_end == NEVER) {
 		resume(w);
@@ -242,15 +248,21 @@ static void sweep(struct worker *w)
  * starts next. After a reload they are the new relay's: left as they are. */
 static void close_listeners(struct worker *w)
 {
-	struct handle *l;
+	bool handed_over = atomic_load(&w->proc->handed_over);
+	struct listener *l;
+	struct relay *x;
+	int k;
 
-	for (l = w->listeners; l < w->listeners + w->r->nlisten; l++) {
-		if (!w->r->shared) {
-			close(l->fd);
-			l->fd = -1;
-		} else if (!w->r->inherited && !atomic_load(&w->r->first->handed_over) &&
-			   w->r->listen.ss.ss_family != AF_UNIX) {
-			shutdown(l->fd, SHUT_RDWR);
+	for (x = w->proc; x; x = x->next) {
+		for (k = 0; k < x->nlisten; k++) {
+			l = listener_at(x, w->i, k);
+			if (!x->shared) {
+				close(l->h.fd);
+				l->h.fd = -1;
+			} else if (!x->inherited && !handed_over &&
+				   x->listen.ss.ss_family != AF_UNIX) {
+				shutdown(l->h.fd, SHUT_RDWR);
+			}
 		}
 	}
 }
@@ -266,11 +278,11 @@ static void start_drain(struct worker *w)
 	if (read(w->wake.fd, &v, sizeof(v)) < 0)
 		return;
 	if (w->drain_end == NEVER) {
-		listener_on(w, false);
+		listeners_on(w, false);
 		close_listeners(w);
-		w->drain_end = now_ms() + w->r->drain_ms;
+		w->drain_end = now_ms() + w->proc->drain_ms;
 	}
-	if (atomic_load(&w->r->first->cutting))
+	if (atomic_load(&w->proc->cutting))
 		w->drain_end = now_ms();
 	if (w->drain_end < w->next_check)
 		w->next_check = w->drain_end;
@@ -296,7 +308,7 @@ void *worker_main(void *arg)
 		now = now_ms();
 		if (w->drain_end != NEVER && now >= w->drain_end) {
 			/* One reason for every connection cut. */
-			int how = atomic_load(&w->r->first->cutting) ? END_STOP : END_DRAIN;
+			int how = atomic_load(&w->proc->cutting) ? END_STOP : END_DRAIN;
 
 			while (w->head.next != &w->head)
 				conn_close(w, w->head.next, &(struct ending){ .how = how });
@@ -312,7 +324,7 @@ void *worker_main(void *arg)
 			if (!h)
 				continue;
 			if (h->kind == H_LISTEN)
-				accept_one(w, h);
+				accept_one(w, (struct listener *)h);
 			else if (h->kind == H_WAKE)
 				start_drain(w);
 			else
@@ -322,30 +334,34 @@ void *worker_main(void *arg)
 	}
 	conn_bury(w, true);
 	note_flush(&rewatch, true);
-	if (write(w->r->done_fd, &one, sizeof(one)) < 0)
+	if (write(w->proc->done_fd, &one, sizeof(one)) < 0)
 		cli_error(errno, "relay: eventfd");
 	return NULL;
 }
 
-int worker_init(struct relay *r, struct worker *w)
+/* Worker i of the process proc, which watches every line's listeners. */
+int worker_init(struct relay *proc, struct worker *w, int i)
 {
-	int i;
+	struct relay *x;
+	int k;
 
-	w->r = r;
+	w->proc = proc;
+	w->i = i;
 	w->drain_end = NEVER;
 	w->next_check = NEVER;
 	w->head.next = w->head.prev = &w->head;
-	for (i = 0; i < r->nlisten; i++)
-		w->listeners[i].kind = H_LISTEN;
+	for (x = proc; x; x = x->next)
+		w->rotate |= x->rate_total.bps != 0;
 	w->wake = (struct handle){ .kind = H_WAKE };
 	w->ep = epoll_create1(EPOLL_CLOEXEC);
 	w->wake.fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (w->ep < 0 || w->wake.fd < 0)
 		return -1;
 	set_events(w, &w->wake, EPOLLIN);
-	listener_on(w, true);
-	for (i = 0; i < r->nlisten; i++)
-		if (!w->listeners[i].events)
-			return -1;
+	listeners_on(w, true);
+	for (x = proc; x; x = x->next)
+		for (k = 0; k < x->nlisten; k++)
+			if (!listener_at(x, i, k)->h.events)
+				return -1;
 	return w->wake.events ? 0 : -1;
 }
