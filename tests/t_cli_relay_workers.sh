@@ -1,15 +1,17 @@
 #!/bin/sh
 # psplice relay --config: every line is served by the one set of -j
-# workers, not by workers of its own. A file of 50 lines (unix listeners,
-# each to a TCP echo target, --max-conns=1 each) at -j 2: the relay has at
-# most 2 + 3 threads (main, the workers, room for a checker and
-# --metrics's) and at most 50 + 20 fds (each listener once, an epoll set
-# and an eventfd a worker, the process's own), where a set of workers a
-# line made 101 threads and 250 fds. Lines 1, 25 and 50 each echo bytes; a
-# line at its --max-conns leaves the others serving, and its client
-# waiting is served once a slot is free. SIGUSR2 with 60 lines: the new
-# relay serves the lines added and kept, its threads and fds as bounded.
-# Loopback only; every wait and every peer is bounded.
+# workers and the one target checker, not by threads of its own. A file
+# of 50 lines (unix listeners, each to a unix target not there and a TCP
+# echo target, --balance=first, --check-interval=0.2, --max-conns=1) at
+# -j 2: the relay has at most 2 + 3 threads (main, the workers, the
+# checker, room for a sanitizer's) and at most 50 + 20 fds (each listener
+# once, an epoll set and an eventfd a worker, the process's own), where
+# threads a line made 151 threads and 250 fds. Lines 1, 25 and 50 each
+# echo bytes; a line at its --max-conns leaves the others serving, and its
+# client waiting is served once a slot is free. SIGUSR2 with 60 lines: the
+# new relay serves the lines added and kept, its threads and fds as
+# bounded, and the lines that found the unix target down find it up once
+# it listens. Loopback only; every wait and every peer is bounded.
 [ -z "${BASH_VERSION:-}" ] && command -v bash >/dev/null && exec bash "$0" "$@"
 name=t_cli_relay_workers; . "$(dirname "$0")/cli-lib.sh"
 command -v python3 >/dev/null 2>&1 || { echo "SKIP: python3 missing"; exit 77; }
@@ -51,6 +53,11 @@ if sys.argv[1] == "echo":
     asyncio.run(echo(sys.argv[2], secs=100))
 elif sys.argv[1] == "hold":
     hold(sys.argv[2])
+elif sys.argv[1] == "listen":
+    s = socket.socket(socket.AF_UNIX)
+    s.bind(sys.argv[2])
+    s.listen(64)
+    time.sleep(60)
 else:
     through(sys.argv[2], int(sys.argv[3]))
 PY
@@ -59,10 +66,13 @@ pids="$pids $!"
 wait_for tport . || fail $LINENO "the echo target did not start"
 tport=$(cat tport)
 
-# lines N: a config file of N lines, unix:$d/sK to the echo target.
+# lines N: a config file of N lines, unix:$d/sK to unix:$d/late, which
+# is not there (down after a line's first connect, then probed), or else
+# to the echo target.
+opts="--balance=first --check-interval=0.2"
 lines() {
 	for k in $(seq 1 "$1"); do
-		echo "unix:$d/s$k 127.0.0.1:$tport${2:+ $2}"
+		echo "unix:$d/s$k unix:$d/late 127.0.0.1:$tport $opts${2:+ $2}"
 	done >c.conf.tmp && mv c.conf.tmp c.conf
 }
 # bounded PID LINE LISTENERS: threads and fds of the relay within bounds.
@@ -101,6 +111,13 @@ gone $r0 || fail $LINENO "the old relay did not end"
 for k in 1 50 55 60; do
 	timeout 30 python3 peers.py one "$d/s$k" 100000 || fail $LINENO "line $k does not serve after the reload"
 done
+bounded $r1 $LINENO 60
+# One checker probes every line's targets: the 4 lines that found
+# unix:late down find it up once it listens.
+timeout 60 python3 peers.py listen "$d/late" &
+pids="$pids $!"
+wait_count r.log "target .*late.* is up again" 4 ||
+	fail $LINENO "want 4 lines to find unix:late up: $(grep late r.log | tail -5)"
 bounded $r1 $LINENO 60
 kill $r1
 gone $r1 || fail $LINENO "the relay did not end"

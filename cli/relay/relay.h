@@ -146,7 +146,10 @@ struct relay {
 	enum balance balance;
 	atomic_uint_fast64_t turn;       /* --balance=roundrobin's next */
 	int64_t check_ms;                /* probe the down targets; 0: never */
+	int64_t probe_at;                /* the checker's next probes of them */
+	/* The first line's: the one checker of every line's targets. */
 	pthread_t checker;
+	bool checking;                   /* it runs */
 	pthread_mutex_t check_lock;      /* guards check_stop, for check_cond */
 	pthread_cond_t check_cond;
 	bool check_stop;
@@ -488,8 +491,8 @@ struct target *target_pick(struct relay *r, struct conn *c);
 void target_leave(struct relay *r, struct conn *c);
 void target_down(struct relay *r, struct target *t, int err);
 void target_up(struct relay *r, struct target *t);
-int checker_start(struct relay *r);
-void checker_stop(struct relay *r);
+int checker_start(struct relay *proc);
+void checker_stop(struct relay *proc);
 
 /* log.c: the records; each end's name, as the JSON record says it. */
 /* Under --config, a connection's text line begins with its listener's

@@ -377,16 +377,14 @@ static int prepare(struct relay *r)
 	return 0;
 }
 
-/* Each listener's target checker, and the workers: nothing fails after
+/* The target checker and the workers, every line's: nothing fails after
  * them that would free what they use. */
 static void start_workers(struct relay *r)
 {
-	struct relay *x;
 	int i, err;
 
-	for (x = r; x; x = x->next)
-		if ((err = checker_start(x)))
-			cli_error(err, "relay: cannot start the target checker");
+	if ((err = checker_start(r)))
+		cli_error(err, "relay: cannot start the target checker");
 	for (i = 0; i < r->jobs; i++) {
 		err = pthread_create(&r->w[i].thread, NULL, worker_main, &r->w[i]);
 		if (err) {
@@ -405,10 +403,9 @@ static int finish(struct relay *r)
 
 	for (i = 0; i < r->jobs; i++)
 		pthread_join(r->w[i].thread, NULL);
-	for (x = r; x; x = x->next) {
-		checker_stop(x);
+	checker_stop(r);
+	for (x = r; x; x = x->next)
 		note_flush(&x->accept_failed, true);
-	}
 	return atomic_load(&r->listener_lost) ? 1 : 0;
 }
 

@@ -3,8 +3,9 @@
  * target down and the connection tries the next, so a client never sees a
  * target fail while another is up. Nothing the client sent was read yet:
  * its bytes wait in its socket until a target is connected, and retrying
- * loses none. The checker thread probes the down targets with a connect
- * every --check-interval and brings back those that answer. */
+ * loses none. The checker thread, one for every line of a --config file,
+ * probes the down targets with a connect every --check-interval (each
+ * line's own) and brings back those that answer. */
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
@@ -149,101 +150,200 @@ static int probe_start(struct relay *r, struct target *t)
 	return -1;
 }
 
-/* Probe every down target at once; wait for the answers at most the
- * connect timeout (and the interval). */
-static void probe(struct relay *r)
-{
-	struct pollfd p[MAX_TARGETS];
-	struct target *who[MAX_TARGETS];
-	int64_t end = now_ms() + (r->connect_ms < r->check_ms ? r->connect_ms : r->check_ms);
-	int n = 0, i, left, err;
-	socklen_t l;
+/* The probes of a round: every down target of the lines due, at once;
+ * of[i] the line of who[i], whose answer is waited for until its end. */
+struct round {
+	struct pollfd *p;
+	struct target **who;
+	struct relay **of;
+	int n;
+};
 
-	for (i = 0; i < r->ntargets; i++) {
-		if (!atomic_load(&r->targets[i].down))
-			continue;
-		p[n].fd = probe_start(r, &r->targets[i]);
-		p[n].events = POLLOUT;
-		who[n] = &r->targets[i];
-		n += p[n].fd >= 0;
-	}
-	for (left = n; left > 0 && now_ms() < end;) {
-		if (poll(p, (nfds_t)n, wait_ms(end, now_ms())) <= 0)
-			continue;
-		for (i = 0; i < n; i++) {
-			if (p[i].fd < 0 || !p[i].revents)
-				continue;
-			l = sizeof(err);
-			if (getsockopt(p[i].fd, SOL_SOCKET, SO_ERROR, &err, &l) == 0 && !err)
-				target_up(r, who[i]);
-			close(p[i].fd);
-			p[i].fd = -1;
-			left--;
-		}
-	}
-	for (i = 0; i < n; i++)
-		if (p[i].fd >= 0)
-			close(p[i].fd);
+/* Whether line x's targets are probed: it has some to fail over between
+ * and an interval. */
+static bool checks(const struct relay *x)
+{
+	return x->ntargets > 1 && x->check_ms;
 }
 
-/* Every check_ms until checker_stop; the condition variable wakes it at
- * the stop rather than at the end of an interval. */
+/* The longest a line's probes are waited for: its connect timeout, and
+ * not past its interval. */
+static int64_t probe_end(const struct relay *x, int64_t start)
+{
+	return start + (x->connect_ms < x->check_ms ? x->connect_ms : x->check_ms);
+}
+
+/* Start the probes of every line due at now. */
+static void probe_start_due(struct relay *proc, struct round *rd, int64_t now)
+{
+	struct relay *x;
+	int i;
+
+	rd->n = 0;
+	for (x = proc; x; x = x->next) {
+		if (!checks(x) || x->probe_at > now)
+			continue;
+		x->probe_at = NEVER;     /* due again once the round ends */
+		for (i = 0; i < x->ntargets; i++) {
+			if (!atomic_load(&x->targets[i].down))
+				continue;
+			rd->p[rd->n] = (struct pollfd){ .fd = probe_start(x, &x->targets[i]),
+							.events = POLLOUT };
+			rd->who[rd->n] = &x->targets[i];
+			rd->of[rd->n] = x;
+			rd->n += rd->p[rd->n].fd >= 0;
+		}
+	}
+}
+
+/* Probe i answered: its target is up when the connect succeeded. */
+static void probe_answer(struct round *rd, int i)
+{
+	socklen_t l = sizeof(int);
+	int err;
+
+	if (getsockopt(rd->p[i].fd, SOL_SOCKET, SO_ERROR, &err, &l) == 0 && !err)
+		target_up(rd->of[i], rd->who[i]);
+	close(rd->p[i].fd);
+	rd->p[i].fd = -1;
+}
+
+/* The probes not answered by their line's end given up; the earliest end
+ * of those left, or NEVER when none is. */
+static int64_t probe_expire(struct round *rd, int64_t start, int64_t now)
+{
+	int64_t first = NEVER, end;
+	int i;
+
+	for (i = 0; i < rd->n; i++) {
+		if (rd->p[i].fd < 0)
+			continue;
+		end = probe_end(rd->of[i], start);
+		if (end <= now) {
+			close(rd->p[i].fd);
+			rd->p[i].fd = -1;
+		} else if (end < first) {
+			first = end;
+		}
+	}
+	return first;
+}
+
+/* A round: the lines due probed, their answers waited for (poll passes
+ * over the fds closed, -1), each line due again its interval after. */
+static void probe(struct relay *proc, struct round *rd)
+{
+	int64_t start = now_ms(), end;
+	struct relay *x;
+	int i;
+
+	probe_start_due(proc, rd, start);
+	while ((end = probe_expire(rd, start, now_ms())) != NEVER) {
+		if (poll(rd->p, (nfds_t)rd->n, wait_ms(end, now_ms())) <= 0)
+			continue;
+		for (i = 0; i < rd->n; i++)
+			if (rd->p[i].fd >= 0 && rd->p[i].revents)
+				probe_answer(rd, i);
+	}
+	for (x = proc; x; x = x->next)
+		if (checks(x) && x->probe_at == NEVER)
+			x->probe_at = now_ms() + x->check_ms;
+}
+
+/* The earliest line due, as the checker's condition variable counts
+ * (CLOCK_MONOTONIC, as now_ms). */
+static struct timespec next_due(const struct relay *proc)
+{
+	int64_t at = NEVER;
+	const struct relay *x;
+
+	for (x = proc; x; x = x->next)
+		if (checks(x) && x->probe_at < at)
+			at = x->probe_at;
+	return (struct timespec){ .tv_sec = at / 1000, .tv_nsec = at % 1000 * 1000000 };
+}
+
+/* Room for every target of the lines probed; -1 when out of memory. */
+static int round_alloc(const struct relay *proc, struct round *rd)
+{
+	const struct relay *x;
+	size_t n = 0;
+
+	for (x = proc; x; x = x->next)
+		if (checks(x))
+			n += (size_t)x->ntargets;
+	rd->p = calloc(n, sizeof(*rd->p));
+	rd->who = calloc(n, sizeof(*rd->who));
+	rd->of = calloc(n, sizeof(*rd->of));
+	return rd->p && rd->who && rd->of ? 0 : -1;
+}
+
+/* Each line's probes every check_ms until checker_stop; the condition
+ * variable wakes it at the stop rather than at the next one due. */
 static void *checker_main(void *arg)
 {
-	struct relay *r = arg;
+	struct relay *proc = arg;
+	struct round rd = { 0 };
 	struct timespec at;
 	bool stop;
 
-	pthread_mutex_lock(&r->check_lock);
-	for (;;) {
-		clock_gettime(CLOCK_MONOTONIC, &at);
-		at.tv_sec += r->check_ms / 1000;
-		at.tv_nsec += r->check_ms % 1000 * 1000000;
-		if (at.tv_nsec >= 1000000000) {
-			at.tv_sec++;
-			at.tv_nsec -= 1000000000;
-		}
-		while (!r->check_stop &&
-		       pthread_cond_timedwait(&r->check_cond, &r->check_lock, &at) == 0)
-			;
-		stop = r->check_stop;
-		pthread_mutex_unlock(&r->check_lock);
-		if (stop)
-			return NULL;
-		probe(r);
-		pthread_mutex_lock(&r->check_lock);
+	if (round_alloc(proc, &rd) < 0) {
+		cli_error(ENOMEM, "relay: target checker");
+		return NULL;
 	}
+	pthread_mutex_lock(&proc->check_lock);
+	for (;;) {
+		at = next_due(proc);
+		while (!proc->check_stop &&
+		       pthread_cond_timedwait(&proc->check_cond, &proc->check_lock, &at) == 0)
+			;
+		stop = proc->check_stop;
+		pthread_mutex_unlock(&proc->check_lock);
+		if (stop)
+			break;
+		probe(proc, &rd);
+		pthread_mutex_lock(&proc->check_lock);
+	}
+	free(rd.p);
+	free(rd.who);
+	free(rd.of);
+	return NULL;
 }
 
-/* The checker runs only with targets to fail over between and an
- * interval. 0, or an errno value. */
-int checker_start(struct relay *r)
+/* The checker runs only when a line has targets to fail over between and
+ * an interval: one thread for every line. 0, or an errno value. */
+int checker_start(struct relay *proc)
 {
 	pthread_condattr_t a;
+	struct relay *x;
 	int err;
 
-	if (r->ntargets < 2 || !r->check_ms)
+	for (x = proc; x && !checks(x); x = x->next)
+		;
+	if (!x)
 		return 0;
-	pthread_mutex_init(&r->check_lock, NULL);
+	for (x = proc; x; x = x->next)
+		x->probe_at = now_ms() + x->check_ms;
+	pthread_mutex_init(&proc->check_lock, NULL);
 	pthread_condattr_init(&a);
 	pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
-	pthread_cond_init(&r->check_cond, &a);
+	pthread_cond_init(&proc->check_cond, &a);
 	pthread_condattr_destroy(&a);
-	err = pthread_create(&r->checker, NULL, checker_main, r);
-	if (err)
-		r->check_ms = 0;
+	err = pthread_create(&proc->checker, NULL, checker_main, proc);
+	proc->checking = !err;
 	return err;
 }
 
-void checker_stop(struct relay *r)
+void checker_stop(struct relay *proc)
 {
-	if (r->ntargets < 2 || !r->check_ms)
+	if (!proc->checking)
 		return;
-	pthread_mutex_lock(&r->check_lock);
-	r->check_stop = true;
-	pthread_cond_signal(&r->check_cond);
-	pthread_mutex_unlock(&r->check_lock);
-	pthread_join(r->checker, NULL);
-	pthread_cond_destroy(&r->check_cond);
-	pthread_mutex_destroy(&r->check_lock);
+	pthread_mutex_lock(&proc->check_lock);
+	proc->check_stop = true;
+	pthread_cond_signal(&proc->check_cond);
+	pthread_mutex_unlock(&proc->check_lock);
+	pthread_join(proc->checker, NULL);
+	pthread_cond_destroy(&proc->check_cond);
+	pthread_mutex_destroy(&proc->check_lock);
+	proc->checking = false;
 }
