@@ -326,11 +326,11 @@ set -- $(peer holds $r 127.0.0.1:$p4 "$l6" "$d/u.sock")
 [ $# -eq 3 ] && [ "$1" != - ] && [ "$2" != - ] && [ "$3" != - ] ||
 	fail $LINENO "relay $r does not hold the three listeners: '$*' $(ss -lnp 2>&1 | grep -F -e ":$p4" -e "${l6##*:}" -e u.sock)"
 is $LINENO "" "$(cat /proc/$r/task/*/children 2>/dev/null | tr -d ' \n')"
-# The two workers serve the three lines: with the main thread and
-# --metrics's, four threads, five under TSan, which has one of its own (a
-# set of workers a line made seven and more).
+# The two workers serve the three lines: with the main thread, the log's
+# writer and --metrics's, five threads, six under TSan, which has one of
+# its own (a set of workers a line made nine).
 n=$(ls /proc/$r/task | wc -l)
-[ "$n" -ge 4 ] && [ "$n" -le 5 ] || fail $LINENO "relay $r has $n threads, want 4"
+[ "$n" -ge 5 ] && [ "$n" -le 6 ] || fail $LINENO "relay $r has $n threads, want 5"
 is $LINENO 660 "$(stat -c %a u.sock)"
 ask $LINENO 127.0.0.1:$p4 2 "A none"
 ask $LINENO "$l6" 3 "$want6"
