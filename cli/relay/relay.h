@@ -127,8 +127,7 @@ struct target {
  * the process's: the workers, which serve every line's listeners, the
  * reload, --replace, --metrics, the connections' ids, and the flags
  * draining, cutting, handed_over and listener_lost, which every worker
- * reads there (w->proc). A set of workers a line would cost jobs threads
- * and 2 fds a thread for each line: 3,201 threads for 200 lines at -j 16. */
+ * reads there (w->proc): N lines cost jobs workers, not N * jobs. */
 struct relay {
 	struct relay *next;              /* the next line's; NULL */
 	struct relay *first;             /* the first line's: the process's */
@@ -147,8 +146,7 @@ struct relay {
 	atomic_uint_fast64_t turn;       /* --balance=roundrobin's next */
 	int64_t check_ms;                /* probe the down targets; 0: never */
 	int64_t probe_at;                /* the checker's next probes of them */
-	/* The first line's: the one checker of every line's targets. */
-	pthread_t checker;
+	pthread_t checker;               /* the first line's: every line's checker */
 	bool checking;                   /* it runs */
 	pthread_mutex_t check_lock;      /* guards check_stop, for check_cond */
 	pthread_cond_t check_cond;
@@ -219,8 +217,7 @@ struct handle {
 	uint16_t gen;        /* bumped as its fd is closed */
 };
 
-/* A listening socket as one worker watches it (shared, the same fd in
- * each worker's): the line whose connections it accepts. */
+/* A listener as one worker watches it: the line it accepts for. */
 struct listener {
 	struct handle h;
 	struct relay *r;
@@ -299,9 +296,8 @@ struct conn {
 	unsigned char hdr[PROXY_OUT_MAX];
 };
 
-/* One of the process's jobs workers: every line's listeners (its own
- * handles of them, listener_at(x, i, ...)) and the connections they
- * accepted, whatever their line. */
+/* One of the process's jobs workers: its handles of every line's
+ * listeners (listener_at(x, i, k)) and the connections they accepted. */
 struct worker {
 	pthread_t thread;
 	struct relay *proc;  /* the first line's: the process's state */
