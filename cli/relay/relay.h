@@ -1,6 +1,7 @@
 /* psplice relay: the folder's header, what its files share. The command
  * offers the rest of psplice one thing, cli_cmd_relay (opts.h). Its files,
  * each calling only those below it:
+ *   listener.h   the listeners' handles and the calls that make them
  *   cmd.c        the command line, the log file; then
  *   config.c     --config: a file's lines, a listener each, read by
  *   options.c    the options and operands of a command line or a line
@@ -217,17 +218,6 @@ struct handle {
 	uint16_t gen;        /* bumped as its fd is closed */
 };
 
-/* A listener as one worker watches it: the line it accepts for. */
-struct listener {
-	struct handle h;
-	struct relay *r;
-};
-
-static inline struct listener *listener_at(const struct relay *r, int i, int k)
-{
-	return &r->lis[(size_t)i * (size_t)r->nlisten + (size_t)k];
-}
-
 /* D_PACED: out of tokens, waiting for the timer, input not watched. */
 enum dir_state { D_READ, D_WRITE, D_PACED, D_DONE };
 
@@ -376,18 +366,6 @@ int listener_handles(struct relay *r);
 int serve_fds(struct relay *r, int *fds, int n);
 void tune(const struct relay *r, int fd);
 
-/* net.c: the listeners, made or taken, before any worker starts. */
-int make_listeners(struct relay *r);
-int bind_listeners(struct relay *r);
-void unlink_made(const struct relay *r);
-void free_listeners(struct relay *r);
-void listener_text(const struct relay *r, int k, char *buf, size_t size);
-
-/* activate.c */
-int passed_listeners(struct relay *r);
-int inherit_listeners(struct relay *r);
-void free_names(char **names);
-
 /* notify.c */
 void notify_ready(pid_t main_pid);
 void notify_reloading(void);
@@ -411,14 +389,6 @@ int reload_ready_fd(void);
 int reload_say_ready(struct relay *r);
 pid_t reload_start(struct relay *r, int *ready_rd);
 bool reload_ended(struct relay *r, pid_t pid, int fd);
-
-/* replace.c */
-int replace_take(struct relay *r);
-int replace_collect(struct relay *r, int **fds, int *n);
-bool listener_matches(const struct sockaddr_storage *want, bool any, pid_t pid,
-		      const struct sockaddr *sa, socklen_t len);
-int replace_finish(struct relay *r);
-int replace_forward(pid_t child, pid_t serving);
 
 /* worker.c */
 void note_error(struct note *n, int err);
@@ -519,4 +489,6 @@ int metrics_start(struct relay *r);
 void metrics_wake(struct relay *r);
 void metrics_stop(struct relay *r);
 
+/* Each worker's handle of a listener; what makes and takes them. */
+#include "listener.h"
 #endif
