@@ -165,6 +165,9 @@ EOF
 # $rpid; it stops at SIGTERM.
 relay() {
 	log=$1; shift
+	# Emptied first: the background job's own redirection may come after
+	# wait_for has read an earlier relay's "listening on" in the same log.
+	: >"$log"
 	"$P" relay -v -j 1 "$@" 2>"$log" &
 	rpid=$!; pids="$pids $rpid"
 	wait_for "$log" "listening on" || fail $LINENO "the relay did not start: $(cat "$log")"

@@ -153,6 +153,7 @@ tport=$(cat tport)
 # start_relay LOG ARGS...: the relay, its port in $rport, its metrics' in $mport
 start_relay() {
 	log=$1; shift
+	: >"$log"  # no earlier relay's lines for wait_for to find
 	"$P" relay -v -j 2 "$@" 2>"$log" &
 	rpid=$!; pids="$pids $rpid"
 	wait_for "$log" "listening on" || fail $LINENO "the relay did not start: $(cat "$log")"

@@ -204,6 +204,7 @@ rc_is $LINENO 0
 # its port in $port once it listens.
 relay() {
 	log=$1; shift
+	: >"$log"  # no earlier relay's lines for wait_for to find
 	"$P" relay -v -j 2 "$@" 2>"$log" & rpid=$!; pids="$pids $rpid"
 	wait_for "$log" 'listening on' || fail $LINENO "relay did not start: $(cat "$log")"
 	port=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\),.*/\1/p' "$log" | head -n 1)

@@ -165,6 +165,7 @@ EOF
 # relay LOG OPTIONS... TARGETS: a relay with -v; $rpid, $rport, $mport.
 relay() {
 	log=$1; shift
+	: >"$log"  # no earlier relay's lines for wait_for to find
 	"$P" relay -v -j 2 "$@" 2>"$log" &
 	rpid=$!; pids="$pids $rpid"
 	wait_for "$log" "listening on" || fail $LINENO "the relay did not start: $(cat "$log")"

@@ -135,6 +135,7 @@ eport=$(cat echo.port)
 # in $rport.
 relay() {
 	log=$1; shift
+	: >"$log"  # no earlier relay's lines for wait_for to find
 	python3 -c 'import os, signal, sys
 signal.signal(signal.SIGINT, signal.SIG_DFL)
 os.execvp(sys.argv[1], sys.argv[1:])' "$P" relay "$@" 2>"$log" &

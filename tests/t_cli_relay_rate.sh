@@ -134,6 +134,7 @@ target() {
 # in $rpid.
 relay() {
 	log=$1; shift
+	: >"$log"  # no earlier relay's lines for wait_for to find
 	"$P" relay -v "$@" 2>"$log" &
 	rpid=$!; pids="$pids $rpid"
 	wait_for "$log" "listening on" || fail $LINENO "the relay did not start: $(cat "$log")"

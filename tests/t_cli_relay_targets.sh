@@ -159,6 +159,7 @@ server() {
 # relay LOG OPTIONS... TARGETS: a relay with -v whose port is in $rport.
 relay() {
 	log=$1; shift
+	: >"$log"  # no earlier relay's lines for wait_for to find
 	"$P" relay -v -j 2 127.0.0.1:0 "$@" 2>"$log" &
 	rpid=$!; pids="$pids $rpid"
 	wait_for "$log" "listening on" || fail $LINENO "the relay did not start: $(cat "$log")"

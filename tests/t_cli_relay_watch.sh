@@ -168,6 +168,7 @@ target() {
 # $rport, its pid in $rpid.
 relay() {
 	log=$1; shift
+	: >"$log"  # no earlier relay's lines for wait_for to find
 	setpriv --reuid=$U --regid=$U --clear-groups "$P" relay -v -j 1 127.0.0.1:0 "$@" 2>"$log" &
 	rpid=$!; pids="$pids $rpid"
 	wait_for "$log" "listening on" || fail $LINENO "the relay did not start: $(cat "$log")"
