@@ -63,9 +63,10 @@ TEST_HELP := $(BUILD)/tests/helpers.o
 # Runnable programs apart from the tests (examples/), which the tests run.
 EXAMPLE_SRC := $(wildcard examples/*.c)
 EXAMPLE_BIN := $(EXAMPLE_SRC:examples/%.c=$(BUILD)/examples/%)
-# What the programs beyond the library (the preload library, the benchmark,
-# the tests) include of src/: the headers of src/shared/ (write-behind's
-# state and cachestat(2)), which need nothing else of it. That directory
+# What the programs beyond the library (the command, the preload library,
+# the benchmark, the tests) include of src/: the headers of src/shared/
+# (write-behind's state, cachestat(2), errno's names), which need nothing
+# else of it. That directory
 # alone is on their quoted include path, so that another internal header
 # does not build there by its name.
 SHARED_INC := -iquote src/shared
@@ -104,10 +105,10 @@ $(BUILD)/$(SONAME): $(LIB_OBJ) src/libpsplice.map
 		-Wl,--version-script,src/libpsplice.map -Wl,-z,defs -o $@ $(LIB_OBJ) $(LDLIBS)
 	$(Q)ln -sf $(SONAME) $(BUILD)/libpsplice.so
 
-$(BUILD)/cli/%.o: cli/%.c $(CLI_HDR) include/psplice.h
+$(BUILD)/cli/%.o: cli/%.c $(CLI_HDR) src/shared/*.h include/psplice.h
 	@mkdir -p $(@D)
 	$(call say,CC,$<)
-	$(Q)$(CC) $(APP_CFLAGS) -iquote cli -c -o $@ $<
+	$(Q)$(CC) $(APP_CFLAGS) -iquote cli $(SHARED_INC) -c -o $@ $<
 
 $(BUILD)/bench/%.o: bench/%.c bench/*.h $(CLI_HDR) src/shared/*.h include/psplice.h
 	@mkdir -p $(@D)
@@ -162,10 +163,10 @@ $(TEST_HELP): tests/helpers.c tests/t.h src/shared/cachestat.h include/psplice.h
 	$(call say,CC,$<)
 	$(Q)$(CC) $(APP_CFLAGS) $(SHARED_INC) -c -o $@ $<
 
-$(BUILD)/tests/t_%: tests/t_%.c $(TEST_HELP) $(BUILD)/libpsplice.a tests/t.h
+$(BUILD)/tests/t_%: tests/t_%.c $(TEST_HELP) $(BUILD)/libpsplice.a tests/t.h src/shared/*.h
 	@mkdir -p $(@D)
 	$(call say,CC,$<)
-	$(Q)$(CC) $(APP_CFLAGS) $(LDFLAGS) -o $@ $< $(TEST_HELP) $(BUILD)/libpsplice.a $(LDLIBS)
+	$(Q)$(CC) $(APP_CFLAGS) $(SHARED_INC) $(LDFLAGS) -o $@ $< $(TEST_HELP) $(BUILD)/libpsplice.a $(LDLIBS)
 
 # An example uses the public header alone, as a program outside the tree
 # would; it links the static library so that it runs from the build tree.
@@ -433,12 +434,12 @@ tests: $(BUILD)/tests/fuzz_driver
 $(BUILD)/tests/fuzz_driver: tests/fuzz/fz_main.c $(FUZZ_SRC) tests/fuzz/*.h $(BUILD)/libpsplice.a
 	@mkdir -p $(@D)
 	$(call say,CC,$@)
-	$(Q)$(CC) $(APP_CFLAGS) $(LDFLAGS) -o $@ tests/fuzz/fz_main.c $(FUZZ_SRC) \
+	$(Q)$(CC) $(APP_CFLAGS) $(SHARED_INC) $(LDFLAGS) -o $@ tests/fuzz/fz_main.c $(FUZZ_SRC) \
 		$(BUILD)/libpsplice.a $(LDLIBS) -lutil
 
 build-fuzz/fuzz_ops: tests/fuzz/fuzz_ops.c $(FUZZ_SRC) tests/fuzz/*.h build-fuzz/libpsplice.a
 	$(call say,CC,$@)
-	$(Q)clang $(BASE) -O1 -g -fsanitize=fuzzer $(FUZZ_CFLAGS) -o $@ $< $(FUZZ_SRC) \
+	$(Q)clang $(BASE) $(SHARED_INC) -O1 -g -fsanitize=fuzzer $(FUZZ_CFLAGS) -o $@ $< $(FUZZ_SRC) \
 		build-fuzz/libpsplice.a $(LDLIBS) -lutil
 
 # The option fuzzer links every subcommand's parser, the benchmark's too,
@@ -452,7 +453,7 @@ build-fuzz/fuzz_opts: tests/fuzz/fuzz_opts.c $(FUZZ_TOOL_SRC) $(CLI_HDR) bench/*
 # The parser harnesses link what the subcommands share, without them.
 build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(CLI_COMMON_SRC) $(wildcard cli/*.h) cli/relay/proxy_hdr.h build-fuzz/libpsplice.a
 	$(call say,CC,$@)
-	$(Q)clang $(BASE) -Icli -O1 -g -fsanitize=fuzzer $(FUZZ_CFLAGS) -o $@ $< $(CLI_COMMON_SRC) \
+	$(Q)clang $(BASE) -Icli $(SHARED_INC) -O1 -g -fsanitize=fuzzer $(FUZZ_CFLAGS) -o $@ $< $(CLI_COMMON_SRC) \
 		build-fuzz/libpsplice.a $(LDLIBS) -lm
 
 fuzz-lib:

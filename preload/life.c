@@ -11,6 +11,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "errname.h"
 #include "preload.h"
 #include "track.h"
 
@@ -33,7 +34,7 @@ void pl_count_error(int fd, int err)
 
 	atomic_fetch_add(&pl_st_errors, 1);
 	n = snprintf(msg, sizeof(msg), "psplice exec: fd %d: writeback error: %s\n",
-		     fd, strerrordesc_np(err) ? strerrordesc_np(err) : "?");
+		     fd, ps_errdesc(err) ? ps_errdesc(err) : "?");
 	if (n > 0)
 		(void)!pl_real.write(errfd, msg, (size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg) - 1);
 }

@@ -14,6 +14,7 @@
 #include <sys/types.h>
 
 #include "psplice.h"
+#include "errname.h"
 
 #define T_PASS 0
 #define T_FAIL 1
@@ -38,8 +39,8 @@
 #define T_ERRNO(call, err) do { \
 	errno = 0; long long t_r_ = (long long)(call); int t_e_ = errno; \
 	if (t_r_ != -1 || t_e_ != (err)) \
-		T_FAILED("%s: want -1/%s, got %lld/%s", #call, strerrorname_np(err), t_r_, \
-			 t_e_ ? strerrorname_np(t_e_) : "0"); } while (0)
+		T_FAILED("%s: want -1/%s, got %lld/%s", #call, ps_errname(err), t_r_, \
+			 t_e_ ? ps_errname(t_e_) : "0"); } while (0)
 
 #define T_OK(call) do { \
 	errno = 0; long long t_r_ = (long long)(call); \

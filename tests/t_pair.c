@@ -83,7 +83,7 @@ static void refusals(void)
 		errno = 0;
 		p = psplice_pair_new(bad[i].in, bad[i].out, bad[i].flags);
 		if (p)
-			T_FAILED("case %zu: a pair, want %s", i, strerrorname_np(bad[i].err));
+			T_FAILED("case %zu: a pair, want %s", i, ps_errname(bad[i].err));
 		T_EQ(errno, bad[i].err);
 		T_EQ(psplice_last()->error, bad[i].err);
 		T_EQ(psplice_last()->side, bad[i].side);

@@ -81,8 +81,8 @@ static void sync_err_at(int line, int fd, int64_t off, int64_t n, unsigned int f
 	e = errno;
 	if (r != -1 || e != err)
 		T_FAILED("line %d: psplice_sync(fd %d, off %lld, n %lld, flags %#x): want -1/%s, got %d/%s",
-			 line, fd, (long long)off, (long long)n, flags, strerrorname_np(err),
-			 r, e ? strerrorname_np(e) : "0");
+			 line, fd, (long long)off, (long long)n, flags, ps_errname(err),
+			 r, e ? ps_errname(e) : "0");
 	if (got != PSPLICE_LEVEL_NONE)
 		T_FAILED("line %d: failed psplice_sync achieved %s, want none", line,
 			 psplice_sync_level_name(got));

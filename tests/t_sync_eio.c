@@ -78,7 +78,7 @@ static void sync_fails(int fd, unsigned int flags, const char *what)
 	e = errno;
 	if (r != -1 || e != EIO)
 		T_FAILED("%s: psplice_sync(flags %#x): want -1/EIO, got %d/%s", what, flags, r,
-			 e ? strerrorname_np(e) : "0");
+			 e ? ps_errname(e) : "0");
 	T_EQ(got, PSPLICE_LEVEL_NONE);
 }
 

@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "errname.h"
 #include "fz_int.h"
 #include "psplice.h"
 
@@ -267,9 +268,9 @@ static int check_refused(struct fz *z, const struct call *c, ssize_t ret, int er
 			 const struct psplice_result *r, int want, int side)
 {
 	if (ret != -1 || err != want || r->error != want || r->side != side)
-		return fail(z, "want -1 %s side %s, got %zd errno %s, result %s side %s", strerrorname_np(want),
-			    psplice_side_name(side), ret, strerrorname_np(err) ? strerrorname_np(err) : "0",
-			    strerrorname_np(r->error) ? strerrorname_np(r->error) : "0",
+		return fail(z, "want -1 %s side %s, got %zd errno %s, result %s side %s", ps_errname(want),
+			    psplice_side_name(side), ret, ps_errname(err) ? ps_errname(err) : "0",
+			    ps_errname(r->error) ? ps_errname(r->error) : "0",
 			    psplice_side_name(r->side));
 	if (r->in_bytes || r->out_bytes || r->parked_len)
 		return fail(z, "refused, yet in %" PRIu64 " out %" PRIu64 " parked %zu",
@@ -308,7 +309,7 @@ static int check_error(struct fz *z, const struct call *c, const struct psplice_
 	if ((r->error == EAGAIN || r->error == EPIPE) && is_file(z->s->in_kind) &&
 	    c->in0 >= (int64_t)z->s->size && !r->out_bytes)
 		return fail(z, "the end of a file input reported as %s",
-			    strerrorname_np(r->error));
+			    ps_errname(r->error));
 	switch (r->error) {
 	case EAGAIN:
 		/* An O_NONBLOCK fd makes every call on it non-blocking: the
@@ -339,8 +340,8 @@ static int check_error(struct fz *z, const struct call *c, const struct psplice_
 		return fail(z, "EOPNOTSUPP side %s, flags %#x", psplice_side_name(r->side),
 			    c->flags);
 	}
-	return fail(z, "unexpected %s side %s", strerrorname_np(r->error) ?
-		    strerrorname_np(r->error) : "?", psplice_side_name(r->side));
+	return fail(z, "unexpected %s side %s", ps_errname(r->error) ?
+		    ps_errname(r->error) : "?", psplice_side_name(r->side));
 }
 
 /* The bytes the call took and where they went: the model follows. */
@@ -442,7 +443,7 @@ static int check_call(struct fz *z, struct call *c, ssize_t ret, int err,
 			"parked %zu method %s pending %zu\n", z->step,
 			fz_op_name(z->s->op[z->step].code), c->len, c->flags, c->off_in,
 			c->off_out, ret, r->in_bytes, r->out_bytes,
-			r->error ? strerrorname_np(r->error) : "0", psplice_side_name(r->side),
+			r->error ? ps_errname(r->error) : "0", psplice_side_name(r->side),
 			r->parked_len, psplice_method_name(r->method),
 			z->pair ? psplice_pair_pending(z->pair) : 0);
 
@@ -620,7 +621,7 @@ static int op_pnew(struct fz *z, const struct fz_op *op)
 	else
 		z->pair = psplice_pair_new(z->in.fd, z->out.fd, f);
 	if (z->pair && want)
-		return fail(z, "a pair made with flags %#x, want %s", f, strerrorname_np(want));
+		return fail(z, "a pair made with flags %#x, want %s", f, ps_errname(want));
 	if (!z->pair && (errno != (want ? want : EOPNOTSUPP) ||
 			 (!want && !(f & (PSPLICE_F_ONLY_MASK | PSPLICE_F_NOFALLBACK)))))
 		return fail(z, "no pair for flags %#x: %s", f, strerror(errno));
