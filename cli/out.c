@@ -166,7 +166,7 @@ static void put_line(int fd, struct line *l)
 static void say(int fd, int err, const char *fmt, va_list ap)
 {
 	char small[1024], why[256];
-	const char *reason = err ? strerror_r(err, why, sizeof(why)) : "";
+	const char *reason = err ? cli_strerror(err, why, sizeof(why)) : "";
 	struct line l = { small, sizeof(small), 0 };
 	int saved = errno, body;
 	size_t need;

@@ -6,6 +6,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "compat.h"
+
 /* The program's own name, where it stays whatever psplice was run by: its
  * usage as psplice, the names of its man pages and its processes. */
 #define CLI_NAME "psplice"

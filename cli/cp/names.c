@@ -65,7 +65,7 @@ char **cp_read_names(int fd, const char *src)
 		cli_error(errno, "cannot access %s", cli_quote(src));
 		return NULL;
 	}
-	while (!err && (len = getdents64(rd, buf.b, sizeof(buf.b))) > 0) {
+	while (!err && (len = getdents64(rd, &buf.e, sizeof(buf.b))) > 0) {
 		for (off = 0; !err && off < len; off += e->d_reclen) {
 			e = (const struct dirent64 *)(buf.b + off);
 			if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") &&

@@ -70,7 +70,7 @@ static int relay_main(const struct cli_cmd *cmd, int argc, char **argv)
 	struct relay base = { .connect_ms = 10000, .check_ms = 2000, .drain_ms = 10000,
 			      .unix_mode = -1, .log_fd = STDERR_FILENO, .ready_fd = -1,
 			      .replace_fd = -1,
-			      .fork_lock = PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP,
+			      .fork_lock = CLI_RWLOCK_WRITER_FIRST,
 			      .accept_failed = { .lock = PTHREAD_MUTEX_INITIALIZER,
 						 .what = "accept" } };
 	struct relay_opts o = { 0 };

@@ -89,7 +89,7 @@ static struct relay *listener(const struct cli_cmd *cmd, const struct relay *bas
 		cli_usage_error(cmd, "%s", strerror(ENOMEM));
 	partial.x = x;
 	*x = *base;
-	x->fork_lock = (pthread_rwlock_t)PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP;
+	x->fork_lock = (pthread_rwlock_t)CLI_RWLOCK_WRITER_FIRST;
 	pthread_mutex_init(&x->accept_failed.lock, NULL);
 	x->targets = NULL;
 	x->next = NULL;

@@ -99,7 +99,7 @@ static const char *const side_name[] = {
 /* "ECONNRESET"; a number the C library has no name for, as text. */
 static void add_errno(struct rec *r, int err)
 {
-	const char *name = err ? strerrorname_np(err) : NULL;
+	const char *name = err ? ps_errname(err) : NULL;
 
 	if (!err)
 		add(r, "null");
@@ -207,7 +207,7 @@ static void log_text(struct relay *r, const struct conn *c, const struct ending 
 	cli_say_to(r->log_fd, "relay: %s%s#%" PRIu64 " %s %s%s%s: %" PRIu64 " bytes %s%s, %"
 		   PRIu64 " bytes %s%s%s", LISTENER(r), c->id, c->peer, how ? how : "closed",
 		   err ? ": " : "",
-		   err ? strerror_r(err, why, sizeof(why)) : "", c->d[0].bytes,
+		   err ? cli_strerror(err, why, sizeof(why)) : "", c->d[0].bytes,
 		   relay_dir_name[0], lost[0], c->d[1].bytes, relay_dir_name[1], lost[1],
 		   cut ? "; reset" : "");
 }

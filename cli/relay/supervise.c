@@ -85,7 +85,7 @@ static bool workers_ended(const struct relay *r)
 	until.tv_sec += ns / 1000000000;
 	until.tv_nsec = ns % 1000000000;
 	for (i = 0; i < r->jobs; i++)
-		if (pthread_clockjoin_np(r->w[i].thread, NULL, CLOCK_MONOTONIC, &until))
+		if (cli_clockjoin(r->w[i].thread, &until))
 			return false;
 	return true;
 }

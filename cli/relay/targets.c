@@ -120,7 +120,7 @@ void target_down(struct relay *r, struct target *t, int err)
 	atomic_fetch_add_explicit(&t->failed, 1, memory_order_relaxed);
 	if (r->ntargets > 1 && atomic_compare_exchange_strong(&t->down, &was, true))
 		cli_say("relay: target %s is down (%s)", cli_quote(t->addr.text),
-			strerror_r(err, why, sizeof(why)));
+			cli_strerror(err, why, sizeof(why)));
 }
 
 void target_up(struct relay *r, struct target *t)

@@ -38,7 +38,7 @@ static void note_say(struct note *n, int64_t now)
 	if (!times)
 		return;
 	cli_say("relay: %s: %s (%" PRIu64 " more in the last %" PRId64 " s)", n->what,
-		strerror_r(n->err, why, sizeof(why)), times, secs > 0 ? secs : 1);
+		cli_strerror(n->err, why, sizeof(why)), times, secs > 0 ? secs : 1);
 	n->said_at = now;
 }
 
