@@ -16,8 +16,8 @@ trap 'rm -f "$log" "$log.rc"' EXIT
 total_p=0 total_f=0 total_s=0 failed_parts=
 start=$(date +%s)
 
-for part in check-quick check-asan check-tsan check-valgrind install-check check-abi \
-		check-rust check-python fuzz-quick check-gnu; do
+for part in check-quick check-asan check-tsan check-valgrind check-clang check-musl \
+		install-check check-abi check-rust check-python fuzz-quick check-gnu; do
 	t0=$(date +%s)
 	echo "== $part"
 	# Shown as it runs; sh has no pipefail, so the status goes by a file.

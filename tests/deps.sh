@@ -1,6 +1,6 @@
 #!/bin/sh
 # Install the Debian packages a target needs (as root), or print the exact
-# apt-get line. Usage: deps.sh demo|check|bench|deb|gnu
+# apt-get line. Usage: deps.sh demo|check|musl|bench|deb|gnu
 need=
 want() { command -v "$1" >/dev/null 2>&1 || need="$need $2"; }
 want cc gcc
@@ -66,6 +66,14 @@ check)
 	[ -e "$(gcc -print-file-name=libasan.so)" ] || need="$need libasan8"
 	[ -e "$(gcc -print-file-name=libtsan.so)" ] || need="$need libtsan2"
 	[ -e "$(gcc -print-file-name=libubsan.so)" ] || need="$need libubsan1"
+	# make check-musl builds with musl-gcc.
+	want musl-gcc musl-tools
+	;;
+musl)
+	# make check-musl: musl-gcc, and the kernel's headers it is given.
+	want musl-gcc musl-tools
+	[ -d /usr/include/linux ] && [ -d "/usr/include/$(gcc -print-multiarch)/asm" ] ||
+		need="$need linux-libc-dev"
 	;;
 bench)
 	# The peers psplice bench compares with.
