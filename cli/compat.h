@@ -58,4 +58,26 @@ static inline int cli_clockjoin(pthread_t t, const struct timespec *until)
 #endif
 }
 
+/* pthread_create with a stack as large as glibc gives a thread by default
+ * (RLIMIT_STACK's, 8 MiB as a rule): musl's is 128 KiB, and cp's walk of a
+ * deep tree (t_cli_cpwalk's 120 levels) in a helper thread overflowed it. */
+#define CLI_THREAD_STACK ((size_t)8 << 20)
+static inline int cli_thread_create(pthread_t *t, void *(*fn)(void *), void *arg)
+{
+#ifdef __GLIBC__
+	return pthread_create(t, NULL, fn, arg);
+#else
+	pthread_attr_t a;
+	int err = pthread_attr_init(&a);
+
+	if (err)
+		return err;
+	err = pthread_attr_setstacksize(&a, CLI_THREAD_STACK);
+	if (!err)
+		err = pthread_create(t, &a, fn, arg);
+	pthread_attr_destroy(&a);
+	return err;
+#endif
+}
+
 #endif

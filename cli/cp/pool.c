@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
+#include "compat.h"
 #include "pool.h"
 
 struct cp_pool {
@@ -81,7 +82,7 @@ struct cp_pool *cp_pool_new(unsigned int threads, unsigned int cap, int (*run)(v
 	/* A thread that cannot be made leaves fewer helpers: the walk that
 	 * waits for a task runs it itself, so none is ever stranded. */
 	while (p->n_threads < threads &&
-	       pthread_create(&p->threads[p->n_threads], NULL, worker, p) == 0)
+	       cli_thread_create(&p->threads[p->n_threads], worker, p) == 0)
 		p->n_threads++;
 	return p;
 }
