@@ -262,7 +262,8 @@ MUSL_INC := build-musl/kernel-headers
 MUSL_NOT_TESTS := t_cli.sh t_cli_catlisten.sh t_cli_catrange.sh t_cli_cp2.sh \
 	t_cli_cpargs.sh t_cli_cpdest.sh t_cli_cpgnu.sh t_cli_cpopts.sh t_cli_cpsync.sh \
 	t_cli_relay.sh t_cli_relay_act.sh t_cli_relay_config.sh t_cli_relay_metrics.sh \
-	t_cli_relay_msg.sh t_cli_relay_opts.sh t_cli_relay_targets.sh t_cli_sync.sh
+	t_cli_relay_msg.sh t_cli_relay_opts.sh t_cli_relay_targets.sh t_cli_sync.sh \
+	t_cli_asname.sh
 # The preload library put into the machine's programs, which are glibc's.
 MUSL_NOT_TESTS += t_cli_exec.sh
 # strace of epoll_wait, which musl makes an epoll_pwait.
