@@ -18,6 +18,8 @@ starts the new relay; those from total / 2 on wait for the file "go",
 made once it serves. Prints the count failed, exits 1 on any.
 ready(path, text): text and a newline written to path whole (a rename).
 recv_all(sock): what a blocking socket reads until its end of stream.
+echo_back(sock): what a blocking socket reads sent back to it until its end
+of stream (or an error), then closed: a threaded echo server's connection.
 serve_threads(s, serve, secs): each connection the listening socket s
 (with a timeout) accepts for secs seconds given to serve in a thread."""
 import asyncio, os, socket, sys, threading, time
@@ -36,6 +38,18 @@ def recv_all(c):
         if not b:
             return got
         got += b
+
+
+def echo_back(c):
+    try:
+        while True:
+            b = c.recv(65536)
+            if not b:
+                break
+            c.sendall(b)
+    except OSError:
+        pass
+    c.close()
 
 
 def serve_threads(s, serve, secs):

@@ -19,18 +19,9 @@ cli_cleanup() { for p in $pids; do kill "$p" 2>/dev/null; done; wait 2>/dev/null
 
 cat >peer.py <<'EOF'
 import fcntl, os, re, signal, socket, struct, subprocess, sys, threading, time
-from relay_peers import ready, recv_all, serve_threads
+from relay_peers import echo_back, ready, recv_all, serve_threads
 
-def echo_one(c):
-    try:
-        while True:
-            b = c.recv(65536)
-            if not b:
-                break
-            c.sendall(b)
-    except OSError:
-        pass
-    c.close()
+echo_one = echo_back
 
 def echo(portfile):
     s = socket.socket()

@@ -16,7 +16,7 @@ ended() { wait "$2"; rc=$?; rc_is "$1" "$3"; }
 
 cat > peer.py <<'EOF'
 import os, socket, sys, threading, time
-from relay_peers import ready
+from relay_peers import echo_back, ready
 
 def connect(addr, timeout=10):
     if addr.startswith("unix:"):
@@ -28,16 +28,7 @@ def connect(addr, timeout=10):
     return socket.create_connection((host, int(port)), timeout=timeout)
 
 
-def echo_one(c):
-    try:
-        while True:
-            b = c.recv(65536)
-            if not b:
-                break
-            c.sendall(b)
-    except OSError:
-        pass
-    c.close()
+echo_one = echo_back
 
 def echo(portfile):
     s = socket.socket()

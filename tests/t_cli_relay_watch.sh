@@ -31,7 +31,7 @@ setpriv --reuid=$U --regid=$U --clear-groups "$P" --version >/dev/null 2>&1 ||
 
 cat > peer.py <<'EOF'
 import errno, os, resource, select, socket, sys, threading, time
-from relay_peers import ready, serve_threads
+from relay_peers import echo_back, ready, serve_threads
 
 # An echo server, its port in portfile; a line in seen for each connection.
 def echo(portfile, seen):
@@ -44,15 +44,7 @@ def echo(portfile, seen):
         with open(seen, "a") as f:
             f.write("c\n")
         c.settimeout(60)
-        try:
-            while True:
-                b = c.recv(65536)
-                if not b:
-                    break
-                c.sendall(b)
-        except OSError:
-            pass
-        c.close()
+        echo_back(c)
     serve_threads(s, serve, 120)
 
 # "ping" to the relay, delay seconds after connecting, and what came of
